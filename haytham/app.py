@@ -1,0 +1,10 @@
+"""Wires the service with what is installed: post-validators and phase verifiers."""
+
+from __future__ import annotations
+
+from haytham.config import Settings
+from haytham.service import Haytham
+
+
+def make_service(settings: Settings) -> Haytham:
+    return Haytham(settings)

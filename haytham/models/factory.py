@@ -1,0 +1,233 @@
+"""Build the Strands model for a (provider, tier, agent), wrapped for accounting and retries.
+
+Everything the app needs from the model layer goes through :func:`build_model`. Per-process
+resources (the local ``llama-server``, loaded cassettes) live in a :class:`ModelRuntime`, created
+once per CLI command or UI server and closed when it ends; there is no module-level state.
+
+Agents built around these models should pass ``retry_strategy=None`` to ``strands.Agent`` so
+retries happen only here (bounded by ``Settings.max_retries``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+from strands.models import Model
+
+from haytham.config import TIERS, Settings
+from haytham.errors import ConfigError
+from haytham.models.accounting import AccountedModel, CallSink, estimate_tokens
+from haytham.models.local import LocalModel, LocalServer
+from haytham.models.providers import check_provider
+from haytham.models.replay import Cassette, RecordingModel, ReplayModel
+
+__all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
+
+DEFAULT_CONTEXT_WINDOWS = MappingProxyType(
+    {
+        "local": 16384,
+        "anthropic": 200_000,
+        "bedrock": 200_000,
+        "openai": 128_000,
+        "ollama": 8192,
+        "llamacpp": 8192,
+        "replay": 128_000,
+    }
+)
+"""Tokens each provider accepts unless ``HAYTHAM_CONTEXT_WINDOW`` says otherwise."""
+
+MAX_OUTPUT_TOKENS = MappingProxyType({"light": 4096, "heavy": 8192, "reasoning": 16000})
+"""Output token cap per tier for providers that need one (Anthropic, Bedrock)."""
+
+
+def context_window(settings: Settings) -> int:
+    """Tokens the configured model accepts (input and output together), for overflow checks.
+
+    For ``local`` this is also the ``-c`` the runtime passes to llama-server.
+    """
+    return settings.context_window or DEFAULT_CONTEXT_WINDOWS[settings.provider]
+
+
+class ModelRuntime:
+    """Per-process model resources: the local llama-server and loaded cassettes.
+
+    Thread-safe; create one per CLI command (or one per Streamlit server, cached by the UI), share
+    it between all agents, and close it (or use ``with``) to stop the server.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._server: LocalServer | None = None
+        self._cassettes: dict[Path, Cassette] = {}
+        self._closed = False
+
+    def local_url(self) -> str:
+        """Base URL of the shared local llama-server, started on first use."""
+        with self._lock:
+            if self._closed:
+                raise ConfigError("The model runtime was closed; start a new command.")
+            if self._server is None:
+                self._server = LocalServer(context_size=context_window(self.settings))
+            server = self._server
+        return server.url()
+
+    @property
+    def server(self) -> LocalServer | None:
+        """The local server object, if one was created (for diagnostics and benchmarks)."""
+        return self._server
+
+    def cassette(self, path: Path) -> Cassette:
+        """The cassette at ``path``, loaded once per runtime."""
+        key = path.resolve()
+        with self._lock:
+            if key not in self._cassettes:
+                self._cassettes[key] = Cassette.load(path)
+            return self._cassettes[key]
+
+    def close(self) -> None:
+        """Stop the local server (if any). Idempotent."""
+        with self._lock:
+            self._closed = True
+            server, self._server = self._server, None
+            self._cassettes.clear()
+        if server is not None:
+            server.stop()
+
+    def __enter__(self) -> ModelRuntime:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _require(module: str, extra: str) -> None:
+    try:
+        __import__(module)
+    except ImportError as error:
+        raise ConfigError(
+            f"The {extra} provider needs its extra: run pip install 'haytham[{extra}]'."
+        ) from error
+
+
+def _provider_model(
+    settings: Settings, tier: str, agent: str, runtime: ModelRuntime
+) -> Model:
+    """The raw Strands model for the configured provider (no wrappers)."""
+    provider, model_id = settings.provider, settings.model_id(tier)
+    timeout = settings.request_timeout
+    window = context_window(settings)
+    if provider == "local":
+        return LocalModel(runtime.local_url, model_id=model_id, timeout=timeout)
+    if provider == "replay":
+        if settings.cassette is None:
+            raise ConfigError("The replay provider needs a cassette: set HAYTHAM_CASSETTE.")
+        return ReplayModel(runtime.cassette(settings.cassette), agent, model_id=model_id)
+    if provider == "llamacpp":
+        from strands.models.llamacpp import LlamaCppModel
+
+        return LlamaCppModel(
+            base_url=settings.llamacpp_base_url or "http://localhost:8080",
+            timeout=timeout,
+            model_id=model_id,
+            context_window_limit=window,
+        )
+    if provider == "anthropic":
+        _require("anthropic", "anthropic")
+        from strands.models.anthropic import AnthropicModel
+
+        return AnthropicModel(
+            client_args={"api_key": os.environ.get("ANTHROPIC_API_KEY"), "max_retries": 0,
+                         "timeout": timeout},
+            model_id=model_id,
+            max_tokens=MAX_OUTPUT_TOKENS[tier],
+        )
+    if provider == "bedrock":
+        from botocore.config import Config as BotocoreConfig
+        from strands.models.bedrock import BedrockModel
+
+        return BedrockModel(
+            model_id=model_id,
+            max_tokens=MAX_OUTPUT_TOKENS[tier],
+            boto_client_config=BotocoreConfig(
+                read_timeout=timeout, connect_timeout=min(timeout, 30.0),
+                retries={"max_attempts": 1, "mode": "standard"},
+            ),
+        )
+    if provider == "openai":
+        _require("openai", "openai")
+        from strands.models.openai import OpenAIModel
+
+        client_args: dict[str, Any] = {
+            "api_key": os.environ.get("OPENAI_API_KEY") or "not-needed",
+            "max_retries": 0,
+            "timeout": timeout,
+        }
+        if settings.openai_base_url:
+            client_args["base_url"] = settings.openai_base_url
+        return OpenAIModel(client_args=client_args, model_id=model_id)
+    if provider == "ollama":
+        _require("ollama", "ollama")
+        from strands.models.ollama import OllamaModel
+
+        return OllamaModel(
+            settings.ollama_host or "http://localhost:11434",
+            ollama_client_args={"timeout": timeout},
+            model_id=model_id,
+            options={"num_ctx": window},
+        )
+    raise ConfigError(f"Unknown provider {provider!r}.")  # Settings validation prevents this
+
+
+def build_model(
+    settings: Settings,
+    tier: str,
+    agent: str,
+    *,
+    on_call: CallSink | None = None,
+    runtime: ModelRuntime | None = None,
+) -> Model:
+    """A Strands model for ``settings.provider`` at ``tier``, for the agent named ``agent``.
+
+    The result reports one :class:`~haytham.models.accounting.ModelCall` per call to ``on_call``,
+    retries transient failures (``settings.max_retries``, exponential backoff from
+    ``settings.retry_base_delay``) and raises :class:`~haytham.errors.ProviderError` after the last
+    attempt. With ``settings.record_to`` set, each successful turn is appended to that cassette.
+
+    Pass the command's ``runtime`` so all agents share one local server and loaded cassettes;
+    without one, a private runtime is created and closed when the model is garbage-collected.
+
+    Raises:
+        ConfigError: the provider is not installed or not configured (before any call is made).
+    """
+    if tier not in TIERS:
+        raise ConfigError(f"Unknown model tier {tier!r}; use one of {', '.join(TIERS)}.")
+    check_provider(settings)
+    owned = runtime is None
+    active = runtime or ModelRuntime(settings)
+    inner = _provider_model(settings, tier, agent, active)
+    if settings.record_to is not None and settings.provider != "replay":
+        inner = RecordingModel(inner, agent, settings.record_to)
+    model = AccountedModel(
+        inner,
+        provider=settings.provider,
+        model_id=settings.model_id(tier),
+        tier=tier,
+        agent=agent,
+        on_call=on_call,
+        max_retries=settings.max_retries,
+        retry_base_delay=settings.retry_base_delay,
+    )
+    if owned:
+        weakref.finalize(model, active.close)
+    return model

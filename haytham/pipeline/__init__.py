@@ -1,0 +1,1 @@
+"""The pipeline: Burr graph, stage runner, context builder and session-file projection."""

@@ -1,0 +1,112 @@
+"""Writes the session folder from the Burr state after every step.
+
+Burr's SQLite state is the source of truth; the files under ``sessions/<id>/`` are a projection
+of it, rewritten atomically when their content changes (and stale stage folders removed), so
+after a crash re-projecting the last persisted state makes files and state agree again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from burr.lifecycle import PostRunStepHook
+
+from haytham.render import render_stage
+from haytham.stages import STAGES
+from haytham.store import SCHEMA_VERSION, SessionFiles
+
+SUMMARY_STAGES = ("idea-analysis", "anchor-extraction", *[s.slug for s in STAGES[1:]])
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def summarize(events: list[dict[str, Any]], state: Mapping[str, Any]) -> dict[str, Any]:
+    """Per stage: status, wall time, model calls, tokens; plus totals (from events.jsonl)."""
+    stages: dict[str, dict[str, Any]] = {
+        s: {"status": "pending", "wall_ms": 0.0, "model_calls": 0, "input_tokens": 0,
+            "output_tokens": 0, "retries": 0, "runs": 0} for s in SUMMARY_STAGES}
+    for ev in events:
+        row = stages.setdefault(ev.get("stage") or "(session)", {
+            "status": "", "wall_ms": 0.0, "model_calls": 0, "input_tokens": 0,
+            "output_tokens": 0, "retries": 0, "runs": 0})
+        data = ev.get("data") or {}
+        kind = ev.get("type")
+        if kind == "model_call":
+            row["model_calls"] += 1
+            row["input_tokens"] += int(data.get("input_tokens") or 0)
+            row["output_tokens"] += int(data.get("output_tokens") or 0)
+            row["retries"] += int(data.get("retries") or 0)
+        elif kind == "stage_started":
+            row["runs"] += 1
+            row["status"] = "running"
+        elif kind == "stage_completed":
+            row["wall_ms"] += float(data.get("wall_ms") or 0)
+            row["status"] = data.get("status", "completed")
+        elif kind == "stage_failed":
+            row["status"] = "failed"
+            row["error"] = (data.get("error") or {}).get("message", "")
+    outputs = state.get("outputs") or {}
+    for slug, row in stages.items():
+        if row["status"] in ("", "running") and slug not in outputs and slug != "anchor-extraction":
+            row["status"] = "interrupted" if row["runs"] else "pending"
+    rows = [r for r in stages.values()]
+    totals = {k: sum(r[k] for r in rows) for k in
+              ("wall_ms", "model_calls", "input_tokens", "output_tokens", "retries")}
+    return {"status": state.get("status", "running"), "stages": stages, "totals": totals,
+            "divergence": state.get("divergence") or {}}
+
+
+class Projector(PostRunStepHook):
+    """Burr hook: after each successful step, mirror the state into the session folder."""
+
+    def __init__(self, files: SessionFiles) -> None:
+        self.files = files
+        self._written: dict[str, str] = {}
+
+    def _put(self, rel: str, text: str) -> None:
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if self._written.get(rel) == digest:
+            return
+        self.files.write_text(rel, text)
+        self._written[rel] = digest
+
+    def project(self, state: Mapping[str, Any]) -> None:
+        self._put("idea.md", state.get("idea", "").rstrip() + "\n")
+        if state.get("anchor"):
+            self._put("concept_anchor.json", _dump(state["anchor"]))
+        else:
+            self.files.remove("concept_anchor.json")
+            self._written.pop("concept_anchor.json", None)
+        outputs = state.get("outputs") or {}
+        meta = state.get("stage_meta") or {}
+        validations = state.get("validations") or {}
+        for spec in STAGES:
+            rel = f"stages/{spec.dir_name}"
+            raw = outputs.get(spec.slug)
+            if raw is None:
+                if (self.files.root / rel).exists():
+                    self.files.remove(rel)
+                self._written.pop(f"{rel}/output.json", None)
+                self._written.pop(f"{rel}/output.md", None)
+                continue
+            record = {"stage": spec.slug, "schema_version": SCHEMA_VERSION, **raw,
+                      "status": (meta.get(spec.slug) or {}).get("status", "completed"),
+                      "problems": (meta.get(spec.slug) or {}).get("problems", []),
+                      "validations": validations.get(spec.slug, [])}
+            self._put(f"{rel}/output.json", _dump(record))
+            self._put(f"{rel}/output.md", render_stage(spec, raw))
+        self._put("gates.json", _dump(state.get("gates") or {}))
+        for phase, verification in (state.get("verifications") or {}).items():
+            self._put(f"verifications/{phase.lower()}.json", _dump(verification))
+        for n, review in enumerate(state.get("review_log") or [], 1):
+            self._put(f"reviews/{n:02d}-{review.get('stage', 'stage')}.json", _dump(review))
+        self._put("summary.json", _dump(summarize(self.files.events(), state)))
+
+    def post_run_step(self, *, state, action, exception, **future_kwargs) -> None:  # noqa: ANN001
+        if exception is None:
+            self.project(state.get_all())

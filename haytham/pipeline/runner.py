@@ -1,0 +1,237 @@
+"""Runs one stage (or the anchor extraction) as a Strands agent with structured output.
+
+Contracts compose, cheapest first (seed 004): the pydantic schema at the tool boundary (one
+repair turn, then a typed :class:`ContractViolation`), then the stage's deterministic code
+(``finalize`` derives fields, ``check`` finds mechanical problems that earn exactly one re-ask),
+then the post-validators. Every model call is accounted in ``events.jsonl``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from strands import Agent
+from strands.types.exceptions import StructuredOutputException
+
+from haytham.config import Settings
+from haytham.errors import ContractViolation, HaythamError, StageFailed
+from haytham.models.accounting import ModelCall
+from haytham.models.factory import ModelRuntime, build_model, context_window
+from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
+from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
+from haytham.schemas.base import parse_contract
+from haytham.schemas.envelope import StageOutput
+from haytham.schemas.verification import ReviewArtifact
+from haytham.stages import BY_SLUG, StageSpec, StageView
+from haytham.stages.base import PROMPTS_DIR
+from haytham.stages.story_generation import APPETITE_BOUNDS, effective_appetite
+from haytham.store import SessionFiles
+
+ANCHOR_AGENT = "anchor-extraction"
+REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
+MAX_ANCHOR_TIGHTENING = 2
+
+PostValidator = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
+
+
+def load_prompt(name: str) -> str:
+    return (PROMPTS_DIR / name).read_text(encoding="utf-8")
+
+
+def stage_system_prompt(spec: StageSpec) -> str:
+    return spec.prompt().rstrip() + "\n\n" + load_prompt("shared/envelope_rules.md")
+
+
+def view_of(state: Mapping[str, Any]) -> StageView:
+    """Typed read-only view of the outputs in ``state``."""
+    outputs = {slug: BY_SLUG[slug].output_model.model_validate(raw)
+               for slug, raw in (state.get("outputs") or {}).items()}
+    anchor = state.get("anchor")
+    return StageView(idea=state.get("idea", ""), outputs=outputs,
+                     anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
+                     appetite=state.get("appetite"))
+
+
+def render_review(review: Mapping[str, Any]) -> str:
+    art = ReviewArtifact.model_validate(review)
+    lines = [f"Verdict: {art.verdict} (from the {art.source}, round {art.round})"]
+    lines += [f"- [{i.severity}] {i.stage}: {i.detail}" for i in art.issues]
+    lines += [f"- suggestion: {s}" for s in art.suggestions]
+    return "\n".join(lines)
+
+
+@dataclass
+class StageResult:
+    output: dict[str, Any]
+    problems: list[str] = field(default_factory=list)
+    attempts: int = 1
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+class StageRunner:
+    """Everything a stage needs at run time; one per session per process (no globals)."""
+
+    def __init__(self, settings: Settings, models: ModelRuntime, files: SessionFiles,
+                 post_validator: PostValidator | None = None) -> None:
+        self.settings = settings
+        self.models = models
+        self.files = files
+        self.post_validator = post_validator
+
+    # -- model access --------------------------------------------------------------------------
+    def _record_call(self, stage: str) -> Callable[[ModelCall], None]:
+        def sink(call: ModelCall) -> None:
+            self.files.append_event("model_call", stage, **call.model_dump(mode="json"))
+        return sink
+
+    def ask(self, stage: str, tier: str, system: str, ctx: Context,
+            model_cls: type[BaseModel]) -> BaseModel:
+        """One structured answer from a fresh agent, or a typed error."""
+        ctx.check_fits(stage, system, context_window(self.settings))
+        model = build_model(self.settings, tier, stage, on_call=self._record_call(stage),
+                            runtime=self.models)
+        agent = Agent(model=model, system_prompt=system, callback_handler=None,
+                      retry_strategy=None, name=stage)
+        try:
+            result = agent(ctx.text(), structured_output_model=model_cls,
+                           limits={"turns": REPAIR_TURNS})
+        except StructuredOutputException:
+            raise _violation_from(agent, model_cls, stage) from None
+        except HaythamError:
+            raise
+        except Exception as exc:  # strands wraps provider errors; surface ours if present
+            inner = _find_cause(exc)
+            if inner is not None:
+                raise inner from None
+            raise StageFailed(stage, f"the model call failed ({type(exc).__name__}: {exc})") from exc
+        if result.structured_output is None:
+            raise _violation_from(agent, model_cls, stage)
+        return result.structured_output
+
+    # -- stages -------------------------------------------------------------------------------
+    def run_stage(self, spec: StageSpec, state: Mapping[str, Any]) -> StageResult:
+        view = view_of(state)
+        review = (state.get("reviews") or {}).get(spec.slug)
+        bound = APPETITE_BOUNDS[effective_appetite(view)] if spec.slug == "story-generation" else None
+        system = stage_system_prompt(spec)
+        started = time.perf_counter()
+        self.files.append_event("stage_started", spec.slug, rework=review is not None)
+        problems: list[str] = []
+        try:
+            for attempt in (1, 2):
+                ctx = build_stage_context(
+                    spec, idea=state["idea"], anchor_text=state.get("anchor_text", ""),
+                    outputs=state.get("outputs") or {}, appetite=view.appetite,
+                    appetite_bound=bound, feedback=render_review(review) if review else None,
+                    problems=problems)
+                output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
+                output = spec.finalize(output, view)
+                problems = spec.check(output, view)
+                if not problems:
+                    break
+                self.files.append_event("stage_check_failed", spec.slug, attempt=attempt,
+                                        problems=problems)
+                if attempt == 1:
+                    self.files.append_event("stage_reask", spec.slug, problems=problems)
+        except ContractViolation as exc:
+            self._failed(spec.slug, exc.to_dict())
+            raise StageFailed(spec.slug, str(exc), cause=exc.to_dict()) from None
+        except HaythamError as exc:
+            self._failed(spec.slug, exc.to_dict())
+            raise
+        dumped = output.model_dump(mode="json")
+        findings = self._post_validate(spec.slug, state, dumped)
+        self.files.append_event(
+            "stage_completed", spec.slug, attempts=attempt,
+            wall_ms=round((time.perf_counter() - started) * 1000, 1),
+            status="needs_attention" if problems else "completed", problems=problems)
+        return StageResult(output=dumped, problems=problems, attempts=attempt, findings=findings)
+
+    def _post_validate(self, slug: str, state: Mapping[str, Any],
+                       dumped: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.post_validator is None:
+            return []
+        outputs = {**(state.get("outputs") or {}), slug: dumped}
+        findings = self.post_validator(slug, {**state, "outputs": outputs})
+        for f in findings:
+            self.files.append_event("validation", slug, **f)
+        return findings
+
+    def _failed(self, stage: str, error: dict[str, Any]) -> None:
+        self.files.append_event("stage_failed", stage, error=error)
+
+    # -- anchor -------------------------------------------------------------------------------
+    def extract_anchor(self, state: Mapping[str, Any]) -> ConceptAnchor:
+        """Distil the anchor; ask to tighten (never truncate) while it is over budget."""
+        stage = ANCHOR_AGENT
+        system = load_prompt("anchor_extraction.md")
+        tldr = ((state.get("outputs") or {}).get("idea-analysis") or {}).get("tldr", "")
+        started = time.perf_counter()
+        self.files.append_event("stage_started", stage, rework=False)
+        problems: list[str] = []
+        try:
+            for _ in range(MAX_ANCHOR_TIGHTENING + 1):
+                ctx = build_anchor_context(state["idea"], tldr, problems)
+                anchor = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
+                tokens = anchor.token_count()
+                if tokens <= ANCHOR_TOKEN_BUDGET:
+                    break
+                problems = [f"The rendered anchor is ≈{tokens} tokens; the budget is "
+                            f"{ANCHOR_TOKEN_BUDGET}. Tighten it: fewer, shorter items; keep "
+                            "every invariant the idea states."]
+                self.files.append_event("stage_reask", stage, problems=problems)
+            else:
+                raise StageFailed(stage, f"the anchor stayed over its {ANCHOR_TOKEN_BUDGET}-token "
+                                         f"budget (≈{tokens}) after {MAX_ANCHOR_TIGHTENING} "
+                                         "requests to tighten it; it is never truncated.")
+        except ContractViolation as exc:
+            self._failed(stage, exc.to_dict())
+            raise StageFailed(stage, str(exc), cause=exc.to_dict()) from None
+        except HaythamError as exc:
+            self._failed(stage, exc.to_dict())
+            raise
+        self.files.append_event("stage_completed", stage, tokens=tokens, status="completed",
+                                wall_ms=round((time.perf_counter() - started) * 1000, 1))
+        return anchor
+
+
+def _find_cause(exc: BaseException) -> HaythamError | None:
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, HaythamError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> ContractViolation:
+    """The typed violation for the last structured answer the model attempted."""
+    last_input: Any = None
+    for message in reversed(agent.messages):
+        for block in message.get("content", []):
+            tool_use = block.get("toolUse") if isinstance(block, dict) else None
+            if tool_use and tool_use.get("name") == model_cls.__name__:
+                last_input = tool_use.get("input")
+                break
+        if last_input is not None:
+            break
+    if last_input is None:
+        return ContractViolation(
+            f"{stage}: the model did not produce a {model_cls.__name__} after one repair request",
+            actual_shape="text", expected_keys=list(model_cls.model_fields),
+            mismatch="missing_required_key")
+    try:
+        parse_contract(model_cls, last_input, where=stage)
+    except ContractViolation as exc:
+        return exc
+    return ContractViolation(f"{stage}: the structured answer was not accepted",
+                             mismatch="type_mismatch")
+
+
+__all__ = ["StageRunner", "StageResult", "view_of", "StageOutput", "ANCHOR_AGENT"]

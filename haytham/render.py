@@ -1,0 +1,69 @@
+"""Markdown for people, rendered from the structured outputs (the envelope is the source)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from haytham.stages import StageSpec
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v).replace("\n", " ").strip()
+
+
+def _is_flat_records(items: list[Any]) -> bool:
+    return bool(items) and all(
+        isinstance(i, Mapping) and all(not isinstance(x, Mapping) for x in i.values())
+        for i in items)
+
+
+def _table(items: list[Mapping[str, Any]]) -> list[str]:
+    cols = list(dict.fromkeys(k for i in items for k in i))
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for i in items:
+        cells = [", ".join(map(_scalar, i.get(c))) if isinstance(i.get(c), list)
+                 else _scalar(i.get(c, "")) for c in cols]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return out
+
+
+def render_value(value: Any, depth: int = 0) -> list[str]:
+    pad = "  " * depth
+    if isinstance(value, Mapping):
+        lines = []
+        for k, v in value.items():
+            if isinstance(v, (Mapping, list)) and v:
+                lines.append(f"{pad}- **{k}**:")
+                lines += render_value(v, depth + 1)
+            elif v not in (None, "", [], {}):
+                lines.append(f"{pad}- **{k}**: {_scalar(v)}")
+        return lines
+    if isinstance(value, list):
+        if depth <= 1 and _is_flat_records(value):
+            return [""] + _table(value) + [""]
+        lines = []
+        for item in value:
+            if isinstance(item, (Mapping, list)):
+                lines += render_value(item, depth)
+                lines.append("")
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+        return lines
+    return [f"{pad}{_scalar(value)}"]
+
+
+def render_stage(spec: StageSpec, output: Mapping[str, Any]) -> str:
+    lines = [f"# {spec.number}. {spec.title} ({spec.phase})", "", "## TL;DR", "",
+             output.get("tldr", ""), "", output.get("content", "").strip(), "",
+             "## Structured output", ""]
+    lines += render_value(output.get("payload", {}))
+    claims = output.get("claims") or []
+    if claims:
+        lines += ["", "## Claims", ""] + _table(claims)
+    compliance = output.get("anchor_compliance") or {}
+    if any(compliance.values()):
+        lines += ["", "## Anchor compliance", ""] + render_value(compliance)
+    return "\n".join(lines).rstrip() + "\n"

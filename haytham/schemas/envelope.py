@@ -1,0 +1,55 @@
+"""The StageOutput envelope (ADR-022 Part 6): every stage answers in this shape.
+
+``tldr`` feeds the next stages' context, ``anchor_compliance`` and ``claims`` make checks
+programmatic, ``content`` is the markdown people read, ``payload`` is the stage's typed data.
+Each stage subclasses :class:`StageOutput` and narrows ``payload`` to its own model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from haytham.schemas.base import TolerantModel
+
+TLDR_MAX_WORDS = 300
+
+
+class Claim(TolerantModel):
+    statement: str = Field(min_length=1)
+    source: Literal["web_search", "estimate", "unsourced"] = Field(
+        description="web_search only when a search tool result supports it."
+    )
+    evidence: str | None = Field(default=None, description="URL, tool result or reasoning.")
+
+
+class InvariantOverride(TolerantModel):
+    invariant: str = Field(description="The invariant's property name.")
+    reason: str = Field(min_length=1)
+    user_impact: str = Field(default="", description="What the founder should know.")
+
+
+class AnchorComplianceReport(TolerantModel):
+    invariants_preserved: list[str] = Field(default_factory=list)
+    invariants_overridden: list[InvariantOverride] = Field(default_factory=list)
+    identity_features_preserved: list[str] = Field(default_factory=list)
+    identity_features_genericized: list[str] = Field(default_factory=list)
+
+
+class StageOutput(TolerantModel):
+    """Envelope shared by all stages. Subclasses set ``payload`` to their own model."""
+
+    tldr: str = Field(min_length=1, description=f"At most {TLDR_MAX_WORDS} words.")
+    anchor_compliance: AnchorComplianceReport = Field(default_factory=AnchorComplianceReport)
+    claims: list[Claim] = Field(default_factory=list)
+    content: str = Field(min_length=1, description="Markdown for people.")
+    payload: Any
+
+    @field_validator("tldr")
+    @classmethod
+    def _tldr_budget(cls, v: str) -> str:
+        words = len(v.split())
+        if words > TLDR_MAX_WORDS:
+            raise ValueError(f"tldr has {words} words; at most {TLDR_MAX_WORDS}")
+        return v.strip()

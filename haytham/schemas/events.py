@@ -1,0 +1,14 @@
+"""One line of ``events.jsonl``: the append-only audit trail of a session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Event(BaseModel):
+    ts: str
+    type: str = Field(description="stage_started, stage_completed, stage_failed, model_call, …")
+    stage: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)

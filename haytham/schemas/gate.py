@@ -1,0 +1,47 @@
+"""Decision-gate records (``gates.json``): what the reviewer decided, when and why."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+GateStatus = Literal["pending", "open", "approved", "rejected", "rework_requested"]
+
+
+class Override(BaseModel):
+    target: str = Field(description="What was overridden: a violation, 'NO-GO', a finding.")
+    reason: str = Field(min_length=1)
+    auto: bool = False
+    round: int = 1
+    at: str
+
+
+class Clarification(BaseModel):
+    invariant: str
+    choice: str
+    auto: bool = False
+    at: str
+
+
+class AnchorEdit(BaseModel):
+    kind: Literal["edit_value", "remove_non_goal"]
+    target: str
+    before: str
+    after: str = ""
+    at: str
+
+
+class GateRecord(BaseModel):
+    gate: int = Field(ge=1, le=4)
+    phase: str
+    status: GateStatus = "pending"
+    round: int = 0  # incremented each time the gate opens; overrides apply to their round
+    note: str = ""
+    rework_stage: str | None = None
+    feedback: str = ""
+    overrides: list[Override] = Field(default_factory=list)
+    clarifications: list[Clarification] = Field(default_factory=list)
+    edits: list[AnchorEdit] = Field(default_factory=list)
+    opened_at: str | None = None
+    decided_at: str | None = None

@@ -1,0 +1,320 @@
+"""What the CLI and the UI call. No pipeline logic lives in either of them.
+
+One :class:`Haytham` per process (it owns the model runtime: the local llama-server, open
+cassettes). Every operation on a session takes that session's lock, builds its Burr application
+from the session's SQLite state, does its work and releases the lock — so sessions run
+concurrently and two processes never work on one session at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from burr.core import Application, State
+from burr.core.persistence import SQLitePersister
+
+from haytham.config import Settings
+from haytham.errors import GateError, InputError, SessionCorrupt
+from haytham.export import export
+from haytham.idea import validate_appetite, validate_idea
+from haytham.models.factory import ModelRuntime
+from haytham.models.providers import check_provider
+from haytham.pipeline import actions
+from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
+from haytham.pipeline.graph import GATES, PARTITION, build_application
+from haytham.pipeline.projection import Projector
+from haytham.pipeline.runner import PostValidator, StageRunner
+from haytham.render import render_stage
+from haytham.schemas.anchor import ConceptAnchor
+from haytham.stages import STAGES, Phase, get_stage
+from haytham.status import session_status
+from haytham.store import SessionFiles, SessionStore, new_session_id, now, validate_session_id
+
+VerifierFactory = Callable[[Settings, ModelRuntime, SessionFiles], actions.Verifier | None]
+TRACKING_DIR = "_tracking"  # not a valid session id, so never listed as a session
+
+
+@dataclass
+class Outcome:
+    """Where a session stands after an operation."""
+
+    session_id: str
+    status: str
+    gate: int | None = None
+    next_action: str | None = None
+    messages: list[str] = field(default_factory=list)
+
+
+class Haytham:
+    def __init__(self, settings: Settings, *, models: ModelRuntime | None = None,
+                 verifier_factory: VerifierFactory | None = None,
+                 post_validator: PostValidator | None = None, tracking: bool = True) -> None:
+        self.settings = settings
+        self.store = SessionStore(settings.sessions_dir)
+        self._own_models = models is None
+        self.models = models or ModelRuntime(settings)
+        self.verifier_factory = verifier_factory
+        self.post_validator = post_validator
+        self.tracking = tracking
+
+    def close(self) -> None:
+        if self._own_models:
+            self.models.close()
+
+    def __enter__(self) -> Haytham:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions -------------------------------------------------------------------------------
+    def create_session(self, idea: str, *, appetite: str | None = None,
+                       session_id: str | None = None) -> str:
+        """Validate everything first; only then create the folder."""
+        text = validate_idea(idea)
+        chosen = validate_appetite(appetite)
+        sid = validate_session_id(session_id) if session_id else new_session_id(text)
+        files = self.store.create(sid)
+        files.write_text("idea.md", text + "\n")
+        files.write_json("session.json", {"session_id": sid, "created_at": now(),
+                                          "appetite": chosen, "schema_version": 1})
+        files.append_event("session_created", None, appetite=chosen,
+                           provider=self.settings.provider)
+        return sid
+
+    def list_sessions(self) -> list[str]:
+        return self.store.list_ids()
+
+    def delete_session(self, session_id: str) -> None:
+        self.store.delete(session_id)
+
+    def _app(self, files: SessionFiles, *, fork_from: SessionFiles | None = None) -> Application:
+        meta = files.read_json("session.json", default={}) or {}
+        source = fork_from or files
+        runner = StageRunner(self.settings, self.models, files, self.post_validator)
+        verifier = (self.verifier_factory(self.settings, self.models, files)
+                    if self.verifier_factory else None)
+        tracking = str(self.store.root / TRACKING_DIR) if self.tracking else None
+        return build_application(
+            runner, verifier, app_id=files.session_id, tracking_dir=tracking,
+            initial_state={"idea": source.read_text("idea.md").strip(),
+                           "appetite": meta.get("appetite"), "session_id": files.session_id},
+            fork_from=fork_from.session_id if fork_from else None,
+            fork_db=str(fork_from.state_db) if fork_from else None)
+
+    def load_state(self, session_id: str) -> dict[str, Any]:
+        """The latest persisted state without building the application (cheap, read-only)."""
+        files = self.store.open(session_id)
+        return _load_state(files)
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self, session_id: str, *, until: int | None = None,
+            auto_approve: bool = False) -> Outcome:
+        """Run until a gate needs a person (or ``until``), the end, or an error."""
+        check_provider(self.settings)
+        files = self.store.open(session_id)
+        with files.lock():
+            app = self._app(files)
+            return self._advance(files, app, until=until, auto_approve=auto_approve)
+
+    resume = run
+
+    def _advance(self, files: SessionFiles, app: Application, *, until: int | None,
+                 auto_approve: bool) -> Outcome:
+        messages: list[str] = []
+        while True:
+            nxt = app.get_next_action()
+            if nxt is None:
+                state = app.state.get_all()
+                return Outcome(files.session_id, state["status"], messages=messages)
+            if nxt.name in GATES:
+                gate = int(nxt.name.split("_")[1])
+                if not auto_approve or (until is not None and gate >= until):
+                    return Outcome(files.session_id, app.state["status"], gate=gate,
+                                   next_action=nxt.name, messages=messages)
+                for command in self._auto_commands(app.state.get_all(), gate):
+                    app.step(inputs={"command": command})
+                    files.append_event("gate_command", None, gate=gate, **command)
+                messages.append(f"gate {gate} auto-approved")
+                continue
+            app.run(halt_before=GATES, halt_after=["end"])
+
+    @staticmethod
+    def _auto_commands(state: Mapping[str, Any], gate: int) -> list[dict[str, Any]]:
+        phase = phase_for_gate(gate)
+        commands: list[dict[str, Any]] = []
+        if phase is Phase.WHY and state.get("anchor"):
+            pending = ConceptAnchor.model_validate(state["anchor"]).open_ambiguities()
+            if pending:
+                commands.append({"kind": "clarify_all", "auto": True,
+                                 "choices": {i.property: "1" for i in pending}})
+        if open_blocking(state, phase):
+            commands.append({"kind": "override", "reason": "auto-approve", "auto": True})
+        commands.append({"kind": "approve", "note": "auto-approve"})
+        return commands
+
+    def decide(self, session_id: str, gate: int, command: dict[str, Any], *,
+               continue_run: bool = True) -> Outcome:
+        """Apply a reviewer's command at ``gate``; on approve/rework, run on to the next gate."""
+        phase = phase_for_gate(gate)
+        files = self.store.open(session_id)
+        with files.lock():
+            app = self._app(files)
+            nxt = app.get_next_action()
+            here = nxt.name if nxt else "the end"
+            if here != f"gate_{gate}":
+                raise GateError(f"Session {session_id} is not waiting at Gate {gate} "
+                                f"(next step: {here}).")
+            apply_command(app.state.get_all(), phase, command)  # raises, changes nothing
+            app.step(inputs={"command": command})
+            files.append_event("gate_command", None, gate=gate, **_public(command))
+            moved = app.get_next_action()
+            if continue_run and moved is not None and moved.name != f"gate_{gate}":
+                check_provider(self.settings)
+                return self._advance(files, app, until=None, auto_approve=False)
+            return Outcome(session_id, app.state["status"],
+                           gate=gate if moved and moved.name == f"gate_{gate}" else None,
+                           next_action=moved.name if moved else None)
+
+    def approve(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
+        return self.decide(sid, gate, {"kind": "approve", "note": note}, **kw)
+
+    def reject(self, sid: str, gate: int, note: str = "") -> Outcome:
+        return self.decide(sid, gate, {"kind": "reject", "note": note})
+
+    def rework(self, sid: str, stage: str, feedback: str, **kw: Any) -> Outcome:
+        gate = get_stage(stage).phase.gate
+        return self.decide(sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback},
+                           **kw)
+
+    def override(self, sid: str, gate: int, reason: str, target: str | None = None) -> Outcome:
+        return self.decide(sid, gate, {"kind": "override", "reason": reason, "target": target})
+
+    def clarify(self, sid: str, invariant: str, choice: str) -> Outcome:
+        return self.decide(sid, 1, {"kind": "clarify", "invariant": invariant, "choice": choice})
+
+    # -- reading ---------------------------------------------------------------------------------
+    def status(self, session_id: str) -> dict[str, Any]:
+        files = self.store.open(session_id)
+        return session_status(files, _load_state(files))
+
+    def show(self, session_id: str, stage: str) -> str:
+        state = self.load_state(session_id)
+        if stage == "anchor":
+            if not state.get("anchor_text"):
+                raise InputError(f"Session {session_id} has no concept anchor yet.")
+            return state["anchor_text"]
+        spec = get_stage(stage)
+        output = (state.get("outputs") or {}).get(spec.slug)
+        if output is None:
+            raise InputError(f"Stage {spec.slug} has not run in session {session_id}.")
+        return render_stage(spec, output)
+
+    def export(self, session_id: str, fmt: str) -> str:
+        return export(self.load_state(session_id), fmt)
+
+    # -- history ---------------------------------------------------------------------------------
+    def clear_from(self, session_id: str, slug: str) -> Outcome:
+        """Discard ``slug`` and everything after it; the next run starts at ``slug``."""
+        spec = get_stage(slug)
+        files = self.store.open(session_id)
+        with files.lock():
+            state, seq = _load_state_seq(files)
+            new = cleared_state(state, spec.number)
+            _save_state(files, seq + 1, _position_before(spec.number), new)
+            files.append_event("cleared_from", slug)
+            Projector(files).project(new)
+        return Outcome(session_id, new["status"], next_action=spec.action)
+
+    def fork(self, session_id: str, slug: str, new_id: str | None = None) -> str:
+        """A new session holding this one's work before ``slug``; it continues at ``slug``.
+
+        The fork copies the source's latest persisted Burr state (its sequence id is recorded
+        in ``session.json`` as the parent pointer) and clears ``slug`` onwards.
+        """
+        spec = get_stage(slug)
+        source = self.store.open(session_id)
+        with source.lock():
+            state, seq = _load_state_seq(source)
+        idea = source.read_text("idea.md").strip()
+        sid = validate_session_id(new_id) if new_id else new_session_id(idea)
+        files = self.store.create(sid)
+        meta = source.read_json("session.json", default={}) or {}
+        files.write_text("idea.md", idea + "\n")
+        files.write_json("session.json", {**meta, "session_id": sid, "created_at": now(),
+                                          "forked_from": {"session_id": session_id,
+                                                          "sequence_id": seq, "stage": slug}})
+        new = cleared_state({**state, "session_id": sid}, spec.number)
+        _save_state(files, 0, _position_before(spec.number), new)
+        files.append_event("forked", None, source=session_id, sequence_id=seq, from_stage=slug)
+        Projector(files).project(new)
+        return sid
+
+
+def _public(command: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in command.items() if k != "kind"} | {"command": command.get("kind")}
+
+
+def _persister(files: SessionFiles) -> SQLitePersister:
+    persister = SQLitePersister(db_path=str(files.state_db), table_name="burr_state",
+                                connect_kwargs={"check_same_thread": False})
+    persister.initialize()
+    return persister
+
+
+def _save_state(files: SessionFiles, seq: int, position: str, state: Mapping[str, Any]) -> None:
+    clean = {k: v for k, v in state.items() if not k.startswith("__")}
+    _persister(files).save(PARTITION, files.session_id, seq, position, State(clean), "completed")
+
+
+def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
+    meta = files.read_json("session.json", default={}) or {}
+    fresh = {**actions.INITIAL_STATE, "idea": files.read_text("idea.md").strip(),
+             "appetite": meta.get("appetite"), "session_id": files.session_id}
+    if not files.state_db.exists():
+        return fresh, -1
+    try:
+        loaded = _persister(files).load(PARTITION, files.session_id)
+    except Exception as exc:  # sqlite3.DatabaseError and friends
+        raise SessionCorrupt(str(files.state_db), str(exc)) from None
+    if not loaded:
+        return fresh, -1
+    return loaded["state"].get_all(), int(loaded["sequence_id"])
+
+
+def _load_state(files: SessionFiles) -> dict[str, Any]:
+    return _load_state_seq(files)[0]
+
+
+def cleared_state(state: Mapping[str, Any], number: int) -> dict[str, Any]:
+    """``state`` without stage ``number`` and everything after it (gates reopened)."""
+    keep = {s.slug for s in STAGES if s.number < number}
+    new = dict(state)
+    for key in ("outputs", "stage_meta", "validations", "reviews"):
+        new[key] = {k: v for k, v in (state.get(key) or {}).items() if k in keep}
+    first_phase = next(s.phase for s in STAGES if s.number == number)
+    live = {p.value for p in Phase if p.gate < first_phase.gate}
+    new["gates"] = {k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate}
+    new["verifications"] = {k: v for k, v in (state.get("verifications") or {}).items() if k in live}
+    if number == 1:
+        new["anchor"], new["anchor_text"] = None, ""
+    new["constraints"] = actions.constraints_of(new)
+    new["status"], new["route"] = "running", None
+    if number > 1:
+        prev = STAGES[number - 2]
+        if prev.phase is not first_phase:  # first stage of a phase: enter through its gate
+            new["route"] = get_stage(STAGES[number - 1].slug).action
+    return new
+
+
+def _position_before(number: int) -> str:
+    if number == 1:
+        return "start"
+    if number == 2:
+        return "anchor_extraction"
+    prev, spec = STAGES[number - 2], STAGES[number - 1]
+    return f"gate_{prev.phase.gate}" if prev.phase is not spec.phase else prev.action
+
+

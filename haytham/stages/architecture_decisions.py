@@ -1,0 +1,58 @@
+"""Stage 9 — architecture-decisions (HOW): DEC-<CAT>-nnn decisions; coverage computed by code."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from haytham.schemas.base import TolerantModel
+from haytham.schemas.envelope import StageOutput
+from haytham.stages.base import Phase, StageSpec, StageView
+
+
+class Decision(TolerantModel):
+    id: str = Field(pattern=r"^DEC-[A-Z0-9]+-\d{3}$", description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001")
+    title: str
+    decision: str
+    serves: list[str] = Field(min_length=1, description="CAP ids served.")
+    alternatives: list[str] = Field(default_factory=list, max_length=4)
+    rationale: str = ""
+    technologies: list[str] = Field(default_factory=list, max_length=6)
+    requires: list[str] = Field(default_factory=list, description="Trait tags relied on.")
+
+
+class Coverage(TolerantModel):
+    covered: list[str] = Field(default_factory=list)
+    uncovered: list[str] = Field(default_factory=list)
+
+
+class ArchitectureDecisions(TolerantModel):
+    decisions: list[Decision] = Field(min_length=1, max_length=15)
+    coverage: SkipJsonSchema[Coverage | None] = None  # computed in finalize()
+
+
+class ArchitectureDecisionsOutput(StageOutput):
+    payload: ArchitectureDecisions
+
+
+def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    caps = view.payload("capability-model")
+    ids = sorted(c.id for c in caps.functional) if caps is not None else []
+    served = {s for d in output.payload.decisions for s in d.serves}
+    coverage = Coverage(covered=[i for i in ids if i in served],
+                        uncovered=[i for i in ids if i not in served])
+    payload = output.payload.model_copy(update={"coverage": coverage})
+    return output.model_copy(update={"payload": payload})
+
+
+def check(output: StageOutput, view: StageView) -> list[str]:
+    cov = output.payload.coverage
+    if cov is not None and cov.uncovered:
+        return [f"capabilities with no decision serving them: {cov.uncovered}"]
+    return []
+
+
+SPEC = StageSpec(9, "architecture-decisions", Phase.HOW, "Architecture decisions",
+                 ArchitectureDecisionsOutput,
+                 needs=("capability-model", "system-traits", "build-buy-analysis"),
+                 finalize=finalize, check=check)

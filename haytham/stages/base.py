@@ -1,0 +1,83 @@
+"""What a stage is: its place in the pipeline, its output model and its deterministic code.
+
+A stage module defines a payload model, an ``Output`` envelope subclass, optionally
+``finalize`` (derive fields by code, e.g. the verdict) and ``check`` (mechanical problems that
+earn one re-ask, e.g. too many stories), and one :class:`StageSpec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from haytham.schemas.anchor import ConceptAnchor
+from haytham.schemas.envelope import StageOutput
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
+
+
+class Phase(StrEnum):
+    WHY = "WHY"
+    WHAT = "WHAT"
+    HOW = "HOW"
+    STORIES = "STORIES"
+
+    @property
+    def gate(self) -> int:
+        return list(Phase).index(self) + 1
+
+
+@dataclass(frozen=True)
+class StageView:
+    """Read-only view of the session a stage's deterministic code may look at."""
+
+    idea: str
+    outputs: Mapping[str, StageOutput]
+    anchor: ConceptAnchor | None = None
+    appetite: str | None = None  # the founder's choice, if any
+
+    def payload(self, slug: str):
+        out = self.outputs.get(slug)
+        return None if out is None else out.payload
+
+
+Finalize = Callable[[StageOutput, StageView], StageOutput]
+Check = Callable[[StageOutput, StageView], list[str]]
+
+
+def _no_finalize(output: StageOutput, view: StageView) -> StageOutput:
+    return output
+
+
+def _no_check(output: StageOutput, view: StageView) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    number: int
+    slug: str
+    phase: Phase
+    title: str
+    output_model: type[StageOutput]
+    tier: str = "heavy"
+    needs: tuple[str, ...] = ()  # earlier stages whose full payloads go into the prompt
+    finalize: Finalize = field(default=_no_finalize)
+    check: Check = field(default=_no_check)
+
+    @property
+    def action(self) -> str:
+        return self.slug.replace("-", "_")
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.number:02d}-{self.slug}"
+
+    @property
+    def prompt_path(self) -> Path:
+        return PROMPTS_DIR / "stages" / f"{self.slug}.md"
+
+    def prompt(self) -> str:
+        return self.prompt_path.read_text(encoding="utf-8")

@@ -1,0 +1,52 @@
+"""Stage 8 — build-buy-analysis (HOW): per need BUILD / BUY / HYBRID with a named service."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from haytham.schemas.base import TolerantModel
+from haytham.schemas.envelope import StageOutput
+from haytham.stages.base import Phase, StageSpec, StageView
+
+
+class BuildBuyItem(TolerantModel):
+    need: str
+    recommendation: Literal["BUILD", "BUY", "HYBRID"]
+    service: str = Field(default="", description="Named service/product when BUY or HYBRID.")
+    rationale: str = ""
+    capabilities: list[str] = Field(min_length=1, description="CAP ids this serves.")
+    requires: list[str] = Field(
+        default_factory=list,
+        description="Trait tags this choice relies on, e.g. realtime, video, open_registration.",
+    )
+
+    @field_validator("recommendation", mode="before")
+    @classmethod
+    def _upper(cls, v: object) -> object:
+        return v.strip().upper() if isinstance(v, str) else v
+
+
+class BuildBuyAnalysis(TolerantModel):
+    items: list[BuildBuyItem] = Field(min_length=1, max_length=12)
+
+
+class BuildBuyAnalysisOutput(StageOutput):
+    payload: BuildBuyAnalysis
+
+
+def check(output: StageOutput, view: StageView) -> list[str]:
+    caps = view.payload("capability-model")
+    if caps is None:
+        return []
+    known = caps.ids()
+    return [
+        f"need {i.need!r} references unknown capabilities {sorted(set(i.capabilities) - known)}"
+        for i in output.payload.items
+        if set(i.capabilities) - known
+    ]
+
+
+SPEC = StageSpec(8, "build-buy-analysis", Phase.HOW, "Build / buy analysis",
+                 BuildBuyAnalysisOutput, needs=("capability-model", "system-traits"), check=check)

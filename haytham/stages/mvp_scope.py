@@ -1,0 +1,66 @@
+"""Stage 5 — mvp-scope (WHAT): the one thing, appetite, IN/OUT scope items, core flows."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from haytham.schemas.base import TolerantModel
+from haytham.schemas.envelope import StageOutput
+from haytham.stages.base import Phase, StageSpec, StageView
+
+Appetite = Literal["small", "medium", "large"]
+
+
+class ScopeItem(TolerantModel):
+    id: str = Field(pattern=r"^SCOPE-\d+$", description="SCOPE-1, SCOPE-2, …")
+    title: str
+    description: str = ""
+
+
+class UserFlow(TolerantModel):
+    name: str
+    steps: list[str] = Field(min_length=1, max_length=8)
+
+
+class MvpScope(TolerantModel):
+    the_one_thing: str = Field(description="The single outcome the MVP must deliver.")
+    primary_segment: str
+    input_method: str = Field(description="How the primary user gets data/intent into the product.")
+    appetite: Appetite
+    in_scope: list[ScopeItem] = Field(min_length=1, max_length=12)
+    out_of_scope: list[ScopeItem] = Field(default_factory=list, max_length=12)
+    success_criteria: list[str] = Field(min_length=1, max_length=6)
+    core_user_flows: list[UserFlow] = Field(min_length=1, max_length=3)
+
+    @field_validator("appetite", mode="before")
+    @classmethod
+    def _lower(cls, v: object) -> object:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MvpScope:
+        ids = [i.id for i in self.in_scope + self.out_of_scope]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"scope ids must be unique: {dupes}")
+        return self
+
+    def scope_ids(self) -> set[str]:
+        return {i.id for i in self.in_scope}
+
+
+class MvpScopeOutput(StageOutput):
+    payload: MvpScope
+
+
+def check(output: StageOutput, view: StageView) -> list[str]:
+    p: MvpScope = output.payload
+    if view.appetite and p.appetite != view.appetite:
+        return [f"the founder chose appetite {view.appetite!r}; the scope says {p.appetite!r}"]
+    return []
+
+
+SPEC = StageSpec(5, "mvp-scope", Phase.WHAT, "MVP scope", MvpScopeOutput,
+                 needs=("idea-analysis", "validation-summary"), check=check)

@@ -1,0 +1,71 @@
+"""Stage 3 — risk-assessment (WHY): claims with origin and support, risks with mitigations.
+
+The overall risk level is computed here by code (:func:`risk_level`), never read from prose.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, computed_field
+
+from haytham.schemas.base import TolerantModel
+from haytham.schemas.envelope import StageOutput
+from haytham.stages.base import Phase, StageSpec
+
+Level = Literal["low", "medium", "high"]
+
+
+class AssessedClaim(TolerantModel):
+    statement: str
+    origin: Literal["founder", "inferred"] = Field(
+        description="founder only if the idea text states it."
+    )
+    severity: Level = Field(description="How much the idea depends on this claim.")
+    support: Literal["supported", "partial", "unsupported"]
+    note: str = ""
+
+
+class Risk(TolerantModel):
+    risk: str
+    likelihood: Level = "medium"
+    impact: Level = "medium"
+    mitigation: str = ""
+
+
+def risk_level(claims: list[AssessedClaim], risks: list[Risk]) -> Level:
+    """The documented rule.
+
+    high   — any high-severity claim is unsupported, or two or more risks are high/high;
+    medium — any high-severity claim is only partially supported, any medium-severity claim is
+             unsupported, or any risk has high likelihood or high impact;
+    low    — otherwise.
+    """
+    high_high = sum(1 for r in risks if r.likelihood == "high" and r.impact == "high")
+    if high_high >= 2 or any(c.severity == "high" and c.support == "unsupported" for c in claims):
+        return "high"
+    if (
+        any(c.severity == "high" and c.support == "partial" for c in claims)
+        or any(c.severity == "medium" and c.support == "unsupported" for c in claims)
+        or any("high" in (r.likelihood, r.impact) for r in risks)
+    ):
+        return "medium"
+    return "low"
+
+
+class RiskAssessment(TolerantModel):
+    claims: list[AssessedClaim] = Field(min_length=1, max_length=10)
+    risks: list[Risk] = Field(min_length=1, max_length=10)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def risk_level(self) -> Level:
+        return risk_level(self.claims, self.risks)
+
+
+class RiskAssessmentOutput(StageOutput):
+    payload: RiskAssessment
+
+
+SPEC = StageSpec(3, "risk-assessment", Phase.WHY, "Risk assessment", RiskAssessmentOutput,
+                 needs=("idea-analysis", "market-context"))

@@ -1,0 +1,80 @@
+"""A session's standing, for ``haytham status`` and the UI: read-only, tolerant of broken files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from haytham.errors import HaythamError
+from haytham.pipeline.gates import open_blocking, phase_for_gate
+from haytham.pipeline.projection import summarize
+from haytham.schemas.anchor import ConceptAnchor
+from haytham.stages import STAGES
+from haytham.store import SCHEMA_VERSION, SessionFiles
+
+
+def broken_files(files: SessionFiles) -> list[str]:
+    """Session files that cannot be read back: ``path: reason`` for each."""
+    problems = []
+    candidates = ["concept_anchor.json", "gates.json", "summary.json", "session.json"]
+    candidates += [f"stages/{s.dir_name}/output.json" for s in STAGES]
+    for rel in candidates:
+        path = files.root / rel
+        if not path.exists():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append(f"{path}: not valid JSON ({exc})")
+            continue
+        if rel.startswith("stages/") and data.get("schema_version") != SCHEMA_VERSION:
+            problems.append(f"{path}: schema_version {data.get('schema_version')!r}, "
+                            f"expected {SCHEMA_VERSION}")
+    return problems
+
+
+def last_error(events: list[dict[str, Any]]) -> str | None:
+    """The latest stage failure not followed by a completion of that stage."""
+    error = None
+    for ev in events:
+        if ev.get("type") == "stage_failed":
+            error = (ev.get("stage"), (ev.get("data") or {}).get("error", {}).get("message"))
+        elif ev.get("type") == "stage_completed" and error and ev.get("stage") == error[0]:
+            error = None
+    return f"{error[0]}: {error[1]}" if error else None
+
+
+def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]:
+    events = files.events()
+    status = state.get("status", "running")
+    gate = int(status.rsplit("_", 1)[1]) if status.startswith("waiting_gate_") else None
+    out: dict[str, Any] = {
+        "session_id": files.session_id,
+        "idea": (state.get("idea") or "")[:200],
+        "status": status,
+        "gate": gate,
+        "summary": summarize(events, state),
+        "gates": state.get("gates") or {},
+        "verdict": ((state.get("outputs") or {}).get("validation-summary") or {})
+        .get("payload", {}).get("verdict"),
+        "last_error": last_error(events),
+        "broken_files": broken_files(files),
+        "open_ambiguities": [],
+        "blocking": [],
+        "overrides": [{"gate": int(n), **o} for n, g in sorted((state.get("gates") or {}).items())
+                      for o in g.get("overrides", [])],
+    }
+    if state.get("anchor"):
+        try:
+            anchor = ConceptAnchor.model_validate(state["anchor"])
+            out["open_ambiguities"] = [
+                {"invariant": i.property, "confidence": i.confidence, "ambiguity": i.ambiguity,
+                 "options": i.clarification_options} for i in anchor.open_ambiguities()]
+        except ValueError as exc:
+            out["broken_files"].append(f"concept anchor in state: {exc}")
+    if gate is not None:
+        with contextlib.suppress(HaythamError):
+            out["blocking"] = [{"id": b.id, "stage": b.stage, "message": b.message}
+                               for b in open_blocking(state, phase_for_gate(gate))]
+    return out

