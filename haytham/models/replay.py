@@ -91,7 +91,9 @@ class Cassette:
         elif path.is_file():
             files = [path]
         else:
-            raise ConfigError(f"The cassette {path} does not exist; set HAYTHAM_CASSETTE to a file.")
+            raise ConfigError(
+                f"The cassette {path} does not exist; set HAYTHAM_CASSETTE to a file."
+            )
         entries: list[CassetteEntry] = []
         for file in files:
             for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
@@ -107,7 +109,9 @@ class Cassette:
                         f"Cassette line {file}:{number} is invalid: {where}: {first['msg']}."
                     ) from None
                 except (json.JSONDecodeError, TypeError) as error:
-                    raise ConfigError(f"Cassette line {file}:{number} is invalid: {error}.") from None
+                    raise ConfigError(
+                        f"Cassette line {file}:{number} is invalid: {error}."
+                    ) from None
         return cls(entries, str(path))
 
     def match(self, agent: str, turn: int, text: str, digest: str) -> CassetteEntry | None:
@@ -194,7 +198,11 @@ def response_events(
             output_chars.append(payload)
             tool_id = f"tooluse_t{turn}_{index}"
             events += [
-                {"contentBlockStart": {"start": {"toolUse": {"name": item["tool"], "toolUseId": tool_id}}}},
+                {
+                    "contentBlockStart": {
+                        "start": {"toolUse": {"name": item["tool"], "toolUseId": tool_id}}
+                    }
+                },
                 {"contentBlockDelta": {"delta": {"toolUse": {"input": payload}}}},
                 {"contentBlockStop": {}},
             ]
@@ -204,8 +212,10 @@ def response_events(
             usage = item["usage"]
     events.append({"messageStop": {"stopReason": stop or ("tool_use" if has_tool else "end_turn")}})
     in_tokens = int(usage.get("input", input_tokens)) if usage else input_tokens
-    out_tokens = int(usage["output"]) if usage and "output" in usage else estimate_tokens(
-        "".join(output_chars)
+    out_tokens = (
+        int(usage["output"])
+        if usage and "output" in usage
+        else estimate_tokens("".join(output_chars))
     )
     events.append(
         {
@@ -247,7 +257,7 @@ class ReplayModel(Model):
         if entry is None:
             raise CassetteMiss(
                 f"No recorded turn in cassette {self.cassette.location} for agent '{self.agent}', "
-                f"turn {turn} (last user message: \"{last_user_excerpt(messages)}\"); record it with "
+                f'turn {turn} (last user message: "{last_user_excerpt(messages)}"); record it with '
                 "--record or add a matching line."
             )
         return entry, text
@@ -265,7 +275,11 @@ class ReplayModel(Model):
             yield event
 
     async def structured_output(  # type: ignore[override]
-        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[dict[str, T | Any], None]:
         """Legacy API: validate the line's first tool input (or JSON text) as ``output_model``."""
         entry, _ = self._lookup(prompt, system_prompt)
@@ -310,7 +324,12 @@ def items_from_events(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         elif "metadata" in event and "usage" in event["metadata"]:
             usage = event["metadata"]["usage"]
             items.append(
-                {"usage": {"input": usage.get("inputTokens", 0), "output": usage.get("outputTokens", 0)}}
+                {
+                    "usage": {
+                        "input": usage.get("inputTokens", 0),
+                        "output": usage.get("outputTokens", 0),
+                    }
+                }
             )
     return items
 
@@ -358,7 +377,9 @@ class RecordingModel(Model):
     async def count_tokens(self, *args: Any, **kwargs: Any) -> int:
         return await self.inner.count_tokens(*args, **kwargs)
 
-    def _record(self, messages: Messages, system_prompt: str | None, items: list[dict[str, Any]]) -> None:
+    def _record(
+        self, messages: Messages, system_prompt: str | None, items: list[dict[str, Any]]
+    ) -> None:
         append_line(
             self.path,
             {
@@ -385,11 +406,20 @@ class RecordingModel(Model):
         self._record(messages, system_prompt, items_from_events(events))
 
     async def structured_output(  # type: ignore[override]
-        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[dict[str, T | Any], None]:
         """Legacy API: pass through and record the validated output as a tool item."""
-        async for event in self.inner.structured_output(output_model, prompt, system_prompt, **kwargs):
+        async for event in self.inner.structured_output(
+            output_model, prompt, system_prompt, **kwargs
+        ):
             if "output" in event and isinstance(event["output"], BaseModel):
-                item = {"tool": output_model.__name__, "input": event["output"].model_dump(mode="json")}
+                item = {
+                    "tool": output_model.__name__,
+                    "input": event["output"].model_dump(mode="json"),
+                }
                 self._record(prompt, system_prompt, [item])
             yield event

@@ -1,4 +1,4 @@
-"""Make a pydantic JSON schema safe for constrained generation by a tiny local model.
+"""Adapt Strands requests for a tiny local *base* model: safe JSON schemas and plain chat turns.
 
 llama.cpp turns a JSON schema into a grammar, but a grammar only limits *shape*. A 270M-parameter
 base model happily writes a 16-digit ``confidence`` or a string that never closes. So before a
@@ -13,6 +13,10 @@ schema is sent, :func:`safe_schema`:
 
 The result only ever narrows the original schema, so whatever the model produces still has to (and
 is) validated by pydantic afterwards.
+
+:func:`structured_tool` finds the structured-output tool a request asks for, and
+:func:`plain_messages` turns Strands messages into alternating user/assistant text a base model's
+chat template accepts.
 """
 
 from __future__ import annotations
@@ -20,6 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel
+from strands.tools.structured_output.structured_output_utils import convert_pydantic_to_tool_spec
+from strands.types.content import Messages
+
+from haytham.models.accounting import messages_text
+
+STRUCTURED_OUTPUT_MARKER = "IMPORTANT: This StructuredOutputTool"
+"""Prefix Strands puts in the description of the tool it registers for ``structured_output_model``."""
 
 MAX_INT_CHOICES = 101
 """Bounded integer ranges up to this many values become an explicit enum."""
@@ -144,6 +157,61 @@ def _number_choices(node: Mapping[str, Any], *, integer: bool) -> list[int | flo
     out: list[int | float] = []
     for index in range(int((high - start) / step + 1e-9) + 1):
         value = round(start + index * step, decimals)
-        if (not low_open or value > low) and (not high_open or value < high) and low <= value <= high:
+        if (
+            (not low_open or value > low)
+            and (not high_open or value < high)
+            and low <= value <= high
+        ):
             out.append(value)
     return out or None
+
+
+def structured_tool(
+    tool_specs: list[Any] | None, tool_choice: Any, output_model: type[BaseModel] | None = None
+) -> dict[str, Any] | None:
+    """The structured-output tool spec a request asks for, if any.
+
+    A forced ``tool_choice`` names it; otherwise the spec whose description carries Strands'
+    structured-output marker; otherwise the spec built from ``output_model``.
+    """
+    specs = list(tool_specs or [])
+    if isinstance(tool_choice, dict) and "tool" in tool_choice:
+        name = tool_choice["tool"].get("name")
+        forced = next((s for s in specs if s.get("name") == name), None)
+        if forced is not None:
+            return forced
+    marked = next(
+        (s for s in specs if str(s.get("description", "")).startswith(STRUCTURED_OUTPUT_MARKER)),
+        None,
+    )
+    if marked is not None:
+        return marked
+    return dict(convert_pydantic_to_tool_spec(output_model)) if output_model else None
+
+
+def plain_messages(
+    messages: Messages, system_prompt: str | None, hint: str | None = None
+) -> list[dict[str, str]]:
+    """Chat messages as alternating user/assistant strings, which any chat template accepts.
+
+    Tool calls and results become text (the base model cannot use tools); the system prompt is
+    kept as a system message and ``hint`` is appended to the last user turn.
+    """
+    turns: list[dict[str, str]] = []
+    for message in messages:
+        role = "assistant" if message.get("role") == "assistant" else "user"
+        text = messages_text([message]).strip()
+        if not text:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + text
+        else:
+            turns.append({"role": role, "content": text})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": "Begin."})
+    if hint:
+        if turns[-1]["role"] != "user":
+            turns.append({"role": "user", "content": hint})
+        else:
+            turns[-1]["content"] += "\n\n" + hint
+    return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + turns

@@ -136,3 +136,14 @@ def mentions_invariant(names: set[str], prop: str) -> bool:
 
 def payload_items(payload: Any, key: str) -> Iterator[Any]:
     yield from getattr(payload, key, []) or []
+
+
+NEGATIVE_SPLIT = re.compile(r",?\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+",
+                            re.IGNORECASE)
+
+
+def feature_parts(feature: str) -> tuple[str, str]:
+    """An identity feature "X, not Y" as (X, Y); Y is '' when the feature names no alternative."""
+    parts = NEGATIVE_SPLIT.split(feature, maxsplit=1)
+    positive = parts[0].strip() or feature
+    return positive, (parts[1].strip() if len(parts) > 1 else "")

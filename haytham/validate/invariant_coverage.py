@@ -36,6 +36,7 @@ from haytham.validate.common import (
     WHAT_HOW_STORIES,
     Context,
     compliance_names,
+    feature_parts,
     finding,
     mentions_invariant,
     resolved,
@@ -46,8 +47,6 @@ from haytham.validate.text import affirmed_terms, normalize, short, strings_of, 
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(r"^\s*(?:n/?a|none|-+|tbd|todo|\.+|no reason|not applicable)?\s*$",
-                             re.IGNORECASE)
-_NEGATIVE_SPLIT = re.compile(r",?\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+",
                              re.IGNORECASE)
 
 
@@ -136,9 +135,9 @@ def _check_invariant(ctx: Context, slug: str, out: StageOutput, inv: Invariant,
 
 
 def _split_feature(feature: IdentityFeature) -> tuple[list[str], list[str]]:
-    parts = _NEGATIVE_SPLIT.split(feature.feature, maxsplit=1)
-    positive = key_terms(parts[0])
-    negative = key_terms(parts[1]) if len(parts) > 1 else []
+    pos_text, neg_text = feature_parts(feature.feature)
+    positive = key_terms(pos_text)
+    negative = key_terms(neg_text)
     negative = [t for t in negative if t not in positive]
     return positive, negative
 

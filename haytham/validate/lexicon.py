@@ -55,17 +55,12 @@ SYNONYMS = _build()
 
 GENERIC = frozenset(
     stem(w)
-    for w in """app application platform product system service feature features tool user users
-    people person thing things way support supported allow allows ability able need needs must
-    should based basis model structure base role type mode constraint level policy requirement
-    rule format kind method value property mvp v1 version simple simply basic core main key
-    focus focused specific distinctive not rather instead generic default common pattern
-    patterns standard typical""".split()
+    for w in ["app", "application", "platform", "product", "system", "service", "feature", "features", "tool", "user", "users", "people", "person", "thing", "things", "way", "support", "supported", "allow", "allows", "ability", "able", "need", "needs", "must", "should", "based", "basis", "model", "structure", "base", "role", "type", "mode", "constraint", "level", "policy", "requirement", "rule", "format", "kind", "method", "value", "property", "mvp", "v1", "version", "simple", "simply", "basic", "core", "main", "key", "focus", "focused", "specific", "distinctive", "not", "rather", "instead", "generic", "default", "common", "pattern", "patterns", "standard", "typical"]
 )
 """Words too generic to count as evidence for (or against) an invariant."""
 
 GENERIC_SUBJECTS = GENERIC | frozenset(
-    stem(w) for w in "session user data time access interaction content account timing".split()
+    stem(w) for w in ["session", "user", "data", "time", "access", "interaction", "content", "account", "timing"]
 )
 
 

@@ -43,14 +43,7 @@ _NUMBER_WORDS = {
 }
 
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from into onto over under per via as is
-    are was were be been being it its this that these those there their they them he she his her
-    we our you your i me my mine can could should would will shall may might must do does did
-    done has have had having not no nor so than then too very just only also any all each every
-    some such own same other more most less least few many much both either neither what which
-    who whom whose when where why how about above below between through during before after up
-    down out off again further once here s t etc e g ie eg vs via using use used uses within
-    without while new one true false yes none""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "over", "under", "per", "via", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their", "they", "them", "he", "she", "his", "her", "we", "our", "you", "your", "i", "me", "my", "mine", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "do", "does", "did", "done", "has", "have", "had", "having", "not", "no", "nor", "so", "than", "then", "too", "very", "just", "only", "also", "any", "all", "each", "every", "some", "such", "own", "same", "other", "more", "most", "less", "least", "few", "many", "much", "both", "either", "neither", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "about", "above", "below", "between", "through", "during", "before", "after", "up", "down", "out", "off", "again", "further", "once", "here", "s", "t", "etc", "e", "g", "ie", "eg", "vs", "via", "using", "use", "used", "uses", "within", "without", "while", "new", "one", "true", "false", "yes", "none"]
 )
 
 _PRE_CUES = re.compile(
@@ -166,6 +159,11 @@ def markdown_segments(text: str) -> list[Segment]:
 def clauses(sentence: str) -> list[str]:
     """Cut a normalized sentence at punctuation and conjunctions."""
     return [c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()]
+
+
+def negated_at(clause: str, start: int, end: int) -> bool:
+    """Whether the match ``clause[start:end]`` of a normalized clause is negated."""
+    return _negated_in_clause(clause, start, end)
 
 
 def _negated_in_clause(clause: str, start: int, end: int) -> bool:

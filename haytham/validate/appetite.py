@@ -1,0 +1,102 @@
+"""Appetite and traceability (ADR-022 Part 4a): stories fit the appetite and trace to real ids.
+
+Checks story-generation against mvp-scope, capability-model and architecture-decisions:
+
+* more stories than :data:`~haytham.stages.story_generation.APPETITE_BOUNDS` allows for the
+  appetite (the bound story-generation applied, else mvp-scope's appetite);
+* stories implementing CAP/DEC ids that do not exist (or ids of neither kind);
+* functional capabilities that no story implements;
+* dependency cycles and dependencies on unknown stories;
+* decisions serving capabilities that do not exist (subject: architecture-decisions).
+
+Catches the Power of 8 breach (20 stories on a small appetite) and orphaned or phantom
+traceability. Cannot catch: stories that are individually too big for the appetite, a story that
+names the right id but implements something else, or an appetite that was wrong to begin with.
+"""
+
+from __future__ import annotations
+
+import re
+
+from haytham.stages.story_generation import APPETITE_BOUNDS, dependency_order
+from haytham.validate.common import Context, finding
+from haytham.validate.model import APPETITE, Finding
+
+NAME = APPETITE
+_CAP = re.compile(r"^CAP-(?:F|NF)-\d{3}$")
+_DEC = re.compile(r"^DEC-[A-Z]+-\d{3}$")
+
+
+def _appetite(ctx: Context) -> str | None:
+    stories = ctx.payload("story-generation")
+    if stories is not None and stories.appetite in APPETITE_BOUNDS:
+        return str(stories.appetite)
+    scope = ctx.payload("mvp-scope")
+    return scope.appetite if scope is not None else None
+
+
+def _stories(ctx: Context) -> list[Finding]:
+    sg = ctx.payload("story-generation")
+    if sg is None or not ctx.wants("story-generation"):
+        return []
+    slug, found = "story-generation", []
+    appetite = _appetite(ctx)
+    count = len(sg.stories)
+    if appetite is not None and count > APPETITE_BOUNDS[appetite]:
+        found.append(finding(
+            NAME, slug, f"{count} stories exceed the bound of {APPETITE_BOUNDS[appetite]} for a "
+            f"{appetite} appetite", evidence=f"appetite {appetite}; stories {count}"))
+    caps = ctx.payload("capability-model")
+    decs = ctx.payload("architecture-decisions")
+    cap_ids = caps.ids() if caps is not None else None
+    dec_ids = {d.id for d in decs.decisions} if decs is not None else None
+    for s in sg.stories:
+        bad = []
+        for ref in s.implements:
+            ref = ref.strip()
+            if _CAP.match(ref):
+                if cap_ids is not None and ref not in cap_ids:
+                    bad.append(ref)
+            elif _DEC.match(ref):
+                if dec_ids is not None and ref not in dec_ids:
+                    bad.append(ref)
+            else:
+                bad.append(ref)
+        if bad:
+            found.append(finding(NAME, slug, f"{s.id} implements ids that do not exist: "
+                                 f"{', '.join(bad)}", evidence=f"{s.id} {s.title!r}"))
+    if caps is not None:
+        implemented = {r.strip() for s in sg.stories for r in s.implements}
+        orphans = [c.id for c in caps.functional if c.id not in implemented]
+        if orphans:
+            names = {c.id: c.name for c in caps.functional}
+            found.append(finding(
+                NAME, slug, f"functional capabilities with no story: {', '.join(orphans)}",
+                evidence="; ".join(f"{o} {names[o]!r}" for o in orphans)))
+    ids = {s.id for s in sg.stories}
+    for s in sg.stories:
+        unknown = [d for d in s.depends_on if d not in ids]
+        if unknown:
+            found.append(finding(NAME, slug, f"{s.id} depends on unknown stories "
+                                 f"{', '.join(unknown)}", evidence=f"{s.id} {s.title!r}"))
+    _, cycles = dependency_order(sg.stories)
+    for cycle in cycles:
+        found.append(finding(NAME, slug, "dependency cycle: " + " -> ".join(cycle + cycle[:1]),
+                             evidence=", ".join(cycle)))
+    return found
+
+
+def _decisions(ctx: Context) -> list[Finding]:
+    decs, caps = ctx.payload("architecture-decisions"), ctx.payload("capability-model")
+    if decs is None or caps is None or not ctx.wants("architecture-decisions"):
+        return []
+    known = caps.ids()
+    return [
+        finding(NAME, "architecture-decisions", f"{d.id} serves capabilities that do not exist: "
+                f"{', '.join(sorted(set(d.serves) - known))}", evidence=f"{d.id} {d.title!r}")
+        for d in decs.decisions if set(d.serves) - known
+    ]
+
+
+def check(ctx: Context) -> list[Finding]:
+    return _stories(ctx) + _decisions(ctx)

