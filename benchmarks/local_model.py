@@ -16,6 +16,7 @@ ours/raw (target: at least 0.90) and the server start time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -49,9 +50,10 @@ def raw_call(url: str, body: dict[str, Any]) -> tuple[int, float]:
     """One streaming request; returns (completion tokens, wall seconds)."""
     began = time.perf_counter()
     tokens = 0
-    with httpx.Client(timeout=300) as client, client.stream(
-        "POST", f"{url}/v1/chat/completions", json=body
-    ) as response:
+    with (
+        httpx.Client(timeout=300) as client,
+        client.stream("POST", f"{url}/v1/chat/completions", json=body) as response,
+    ):
         response.raise_for_status()
         for line in response.iter_lines():
             if line.startswith("data: ") and line[6:].strip() != "[DONE]":
@@ -86,10 +88,9 @@ def ours_call(
     if schema:
         agent(PROMPT, structured_output_model=RiskReport)
     else:
-        try:
+        # expected: free text ignores EOS and runs into max_tokens
+        with contextlib.suppress(MaxTokensReachedException):
             agent(PROMPT)
-        except MaxTokensReachedException:  # expected: free text ignores EOS and runs to max_tokens
-            pass
     elapsed = time.perf_counter() - began
     return sum(call.output_tokens for call in calls), elapsed
 
@@ -97,8 +98,11 @@ def ours_call(
 def raw_body(schema: bool, max_tokens: int) -> dict[str, Any]:
     """The request our provider sends, rebuilt by hand (same messages, params and schema)."""
     hint = None
-    body: dict[str, Any] = {**params(schema, max_tokens), "stream": True,
-                            "stream_options": {"include_usage": True}}
+    body: dict[str, Any] = {
+        **params(schema, max_tokens),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     if schema:
         tool_schema = RiskReport.model_json_schema()
         body["json_schema"] = safe_schema(tool_schema)
@@ -114,8 +118,10 @@ def measure(runs: int, max_tokens: int) -> None:
         began = time.perf_counter()
         url = runtime.local_url()
         start_s = time.perf_counter() - began
-        print(f"llama-server ready in {start_s:.2f} s (context {runtime.server.context_size}, "  # type: ignore[union-attr]
-              f"{runtime.server.threads} threads)")  # type: ignore[union-attr]
+        print(
+            f"llama-server ready in {start_s:.2f} s (context {runtime.server.context_size}, "  # type: ignore[union-attr]
+            f"{runtime.server.threads} threads)"
+        )  # type: ignore[union-attr]
         rows = []
         for schema in (False, True):
             label = "json schema" if schema else "free text"
@@ -131,12 +137,23 @@ def measure(runs: int, max_tokens: int) -> None:
                 our_rates.append(tokens / seconds)
                 our_tokens.append(tokens)
             raw_tps, our_tps = statistics.median(raw_rates), statistics.median(our_rates)
-            rows.append((label, raw_tps, our_tps, statistics.median(raw_tokens),
-                         statistics.median(our_tokens)))
-    print(f"{'case':<12} {'raw tok/s':>10} {'ours tok/s':>11} {'ratio':>7} {'raw tok':>8} {'our tok':>8}")
+            rows.append(
+                (
+                    label,
+                    raw_tps,
+                    our_tps,
+                    statistics.median(raw_tokens),
+                    statistics.median(our_tokens),
+                )
+            )
+    print(
+        f"{'case':<12} {'raw tok/s':>10} {'ours tok/s':>11} {'ratio':>7} {'raw tok':>8} {'our tok':>8}"
+    )
     for label, raw_tps, our_tps, raw_n, our_n in rows:
-        print(f"{label:<12} {raw_tps:>10.1f} {our_tps:>11.1f} {our_tps / raw_tps:>7.2f} "
-              f"{raw_n:>8.0f} {our_n:>8.0f}")
+        print(
+            f"{label:<12} {raw_tps:>10.1f} {our_tps:>11.1f} {our_tps / raw_tps:>7.2f} "
+            f"{raw_n:>8.0f} {our_n:>8.0f}"
+        )
 
 
 def main() -> None:

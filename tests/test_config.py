@@ -80,7 +80,9 @@ def test_api_keys_are_never_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "ANTHROPIC_API_KEY" not in os.environ  # explicit env mapping: process env untouched
 
 
-def test_dotenv_keys_reach_process_env_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dotenv_keys_reach_process_env_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-env")
     dotenv = write_env(tmp_path, "ANTHROPIC_API_KEY=sk-dotenv-secret\nOPENAI_API_KEY=sk-other\n")

@@ -38,8 +38,10 @@ def test_local_server_structured_call() -> None:
             callback_handler=None,
             retry_strategy=None,
         )
-        result = agent("Rate this idea: an app that matches dog walkers with busy owners.",
-                       structured_output_model=IdeaRating)
+        result = agent(
+            "Rate this idea: an app that matches dog walkers with busy owners.",
+            structured_output_model=IdeaRating,
+        )
         server = runtime.server
         assert server is not None and server.startup_seconds is not None
     rating = result.structured_output

@@ -50,8 +50,12 @@ class ClientErrorLike(Exception):
 class FaultyModel(Model):
     """Fails with the queued exceptions (after emitting some partial text), then answers."""
 
-    def __init__(self, faults: list[BaseException], answer: str = "final answer",
-                 usage: tuple[int, int] | None = (21, 7)) -> None:
+    def __init__(
+        self,
+        faults: list[BaseException],
+        answer: str = "final answer",
+        usage: tuple[int, int] | None = (21, 7),
+    ) -> None:
         self.faults = list(faults)
         self.answer = answer
         self.usage = usage
@@ -64,8 +68,9 @@ class FaultyModel(Model):
     def get_config(self) -> dict[str, Any]:
         return self.config
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: Any = None,
-                     **kwargs: Any) -> AsyncGenerator[Any, None]:
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
         self.attempts += 1
         if self.faults:
             yield {"messageStart": {"role": "assistant"}}
@@ -85,10 +90,19 @@ class FaultyModel(Model):
         yield
 
 
-def accounted(inner: Model, calls: list[ModelCall], max_retries: int = 3,
-              delay: float = 0.0) -> AccountedModel:
-    return AccountedModel(inner, provider="anthropic", model_id="claude-x", tier="light", agent="critic",
-                          on_call=calls.append, max_retries=max_retries, retry_base_delay=delay)
+def accounted(
+    inner: Model, calls: list[ModelCall], max_retries: int = 3, delay: float = 0.0
+) -> AccountedModel:
+    return AccountedModel(
+        inner,
+        provider="anthropic",
+        model_id="claude-x",
+        tier="light",
+        agent="critic",
+        on_call=calls.append,
+        max_retries=max_retries,
+        retry_base_delay=delay,
+    )
 
 
 def run_agent(model: Model, prompt: str = "rate it") -> str:
@@ -97,7 +111,9 @@ def run_agent(model: Model, prompt: str = "rate it") -> str:
 
 
 def test_throttled_twice_then_success_counts_two_retries() -> None:
-    inner = FaultyModel([ModelThrottledException("slow down"), ModelThrottledException("slow down")])
+    inner = FaultyModel(
+        [ModelThrottledException("slow down"), ModelThrottledException("slow down")]
+    )
     calls: list[ModelCall] = []
     text = run_agent(accounted(inner, calls))
     assert text == "final answer"  # no partial output from the failed attempts
@@ -106,13 +122,22 @@ def test_throttled_twice_then_success_counts_two_retries() -> None:
     call = calls[0]
     assert (call.retries, call.ok, call.error) == (2, True, None)
     assert (call.input_tokens, call.output_tokens) == (21, 7)
-    assert (call.provider, call.model_id, call.tier, call.agent) == ("anthropic", "claude-x", "light", "critic")
+    assert (call.provider, call.model_id, call.tier, call.agent) == (
+        "anthropic",
+        "claude-x",
+        "light",
+        "critic",
+    )
     assert call.latency_ms >= 0
 
 
 def test_bad_credentials_are_not_retried() -> None:
-    for fault in (HTTPStatusLike(401), AuthenticationError("invalid x-api-key"), HTTPStatusLike(403),
-                  ClientErrorLike("AccessDeniedException", 403)):
+    for fault in (
+        HTTPStatusLike(401),
+        AuthenticationError("invalid x-api-key"),
+        HTTPStatusLike(403),
+        ClientErrorLike("AccessDeniedException", 403),
+    ):
         inner = FaultyModel([fault])
         calls: list[ModelCall] = []
         with pytest.raises(ProviderError) as info:
@@ -149,11 +174,18 @@ def test_error_after_a_tool_round_is_still_typed(tmp_path: Path) -> None:
         return "pong"
 
     cassette = tmp_path / "c.jsonl"
-    cassette.write_text(json.dumps({"agent": "a", "turn": 1, "response": [{"tool": "ping", "input": {}}]}) + "\n")
+    cassette.write_text(
+        json.dumps({"agent": "a", "turn": 1, "response": [{"tool": "ping", "input": {}}]}) + "\n"
+    )
     settings = Settings(provider="replay", cassette=cassette, max_retries=3, retry_base_delay=0)
     calls: list[ModelCall] = []
-    agent = Agent(name="a", model=build_model(settings, "light", "a", on_call=calls.append), tools=[ping],
-                  callback_handler=None, retry_strategy=None)
+    agent = Agent(
+        name="a",
+        model=build_model(settings, "light", "a", on_call=calls.append),
+        tools=[ping],
+        callback_handler=None,
+        retry_strategy=None,
+    )
     with pytest.raises(CassetteMiss) as info:  # not wrapped in Strands' EventLoopException
         agent("go")
     assert "turn 2" in str(info.value)
@@ -187,7 +219,9 @@ def test_broken_sink_does_not_fail_the_call() -> None:
     def sink(call: ModelCall) -> None:
         raise RuntimeError("disk full")
 
-    model = AccountedModel(FaultyModel([]), provider="p", model_id="m", tier="heavy", agent="a", on_call=sink)
+    model = AccountedModel(
+        FaultyModel([]), provider="p", model_id="m", tier="heavy", agent="a", on_call=sink
+    )
     assert run_agent(model) == "final answer"
 
 
@@ -229,8 +263,21 @@ def test_estimate_tokens_and_context_window() -> None:
     assert context_window(Settings(provider="anthropic")) == 200_000
     assert context_window(Settings(provider="ollama", context_window=4096)) == 4096
     text = messages_text(
-        [{"role": "user", "content": [{"text": "hi"}, {"toolResult": {"toolUseId": "1", "status": "success",
-                                                                       "content": [{"json": {"a": 1}}]}}]}],
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"text": "hi"},
+                    {
+                        "toolResult": {
+                            "toolUseId": "1",
+                            "status": "success",
+                            "content": [{"json": {"a": 1}}],
+                        }
+                    },
+                ],
+            }
+        ],
         "sys",
     )
     assert text == 'sys\nhi\n{"a": 1}'

@@ -21,8 +21,13 @@ from strands.types.exceptions import ContextWindowOverflowException
 from haytham.errors import ConfigError, ProviderError
 from haytham.models import local
 from haytham.models.accounting import AccountedModel, ModelCall
-from haytham.models.local import LocalModel, LocalServer, plain_messages, structured_tool
-from haytham.models.schema_adapter import safe_schema
+from haytham.models.local import LocalModel, LocalServer
+from haytham.models.schema_adapter import (
+    STRUCTURED_OUTPUT_MARKER,
+    plain_messages,
+    safe_schema,
+    structured_tool,
+)
 
 
 class Point(BaseModel):
@@ -89,20 +94,33 @@ def test_safe_schema_keeps_tight_limits_and_wide_ranges() -> None:
 def test_plain_messages_alternate_and_flatten_tools() -> None:
     messages: Any = [
         {"role": "user", "content": [{"text": "q1"}]},
-        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t", "name": "add", "input": {"a": 1}}}]},
-        {"role": "user", "content": [{"toolResult": {"toolUseId": "t", "status": "success",
-                                                     "content": [{"text": "1"}]}}]},
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "t", "name": "add", "input": {"a": 1}}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"toolResult": {"toolUseId": "t", "status": "success", "content": [{"text": "1"}]}}
+            ],
+        },
         {"role": "user", "content": [{"text": "q2"}]},
     ]
     out = plain_messages(messages, "system text", hint="Reply with JSON.")
     assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
     assert out[-1]["content"] == "1\n\nq2\n\nReply with JSON."
-    assert plain_messages([{"role": "assistant", "content": [{"text": "a"}]}], None)[0]["role"] == "user"
+    assert (
+        plain_messages([{"role": "assistant", "content": [{"text": "a"}]}], None)[0]["role"]
+        == "user"
+    )
 
 
 def test_structured_tool_detection() -> None:
-    marked = {"name": "Verdict", "description": f"{local.STRUCTURED_OUTPUT_MARKER} ...",
-              "inputSchema": {"json": {}}}
+    marked = {
+        "name": "Verdict",
+        "description": f"{STRUCTURED_OUTPUT_MARKER} ...",
+        "inputSchema": {"json": {}},
+    }
     plain = {"name": "search", "description": "Search the web", "inputSchema": {"json": {}}}
     assert structured_tool([plain, marked], None) is marked
     assert structured_tool([plain], {"tool": {"name": "search"}}) is plain
@@ -116,8 +134,9 @@ class FakeServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.status = 200
-        self.json_reply = json.dumps({"summary": "ok", "confidence": 0.75, "risk": 2, "stage": "mvp",
-                                      "tags": ["dogs"]})
+        self.json_reply = json.dumps(
+            {"summary": "ok", "confidence": 0.75, "risk": 2, "stage": "mvp", "tags": ["dogs"]}
+        )
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,7 +147,9 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append(body)
                 if owner.status != 200:
-                    payload = json.dumps({"error": {"message": "the request exceeds the available context size"}})
+                    payload = json.dumps(
+                        {"error": {"message": "the request exceeds the available context size"}}
+                    )
                     self.send_response(owner.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
@@ -141,11 +162,21 @@ class FakeServer:
                 self.end_headers()
                 pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
                 for piece in pieces:
-                    chunk = {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    chunk = {
+                        "choices": [
+                            {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                        ]
+                    }
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                usage = {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": len(pieces),
-                                                  "total_tokens": 30 + len(pieces)}}
+                usage = {
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": 30,
+                        "completion_tokens": len(pieces),
+                        "total_tokens": 30 + len(pieces),
+                    },
+                }
                 for event in (done, usage):
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
@@ -164,16 +195,33 @@ def fake_server() -> Iterator[FakeServer]:
 
 def local_agent(server: FakeServer, calls: list[ModelCall], max_retries: int = 0) -> Agent:
     inner = LocalModel(lambda: server.url, model_id="gemma-test", timeout=10)
-    model = AccountedModel(inner, provider="local", model_id="gemma-test", tier="heavy", agent="critic",
-                           on_call=calls.append, max_retries=max_retries, retry_base_delay=0)
-    return Agent(name="critic", model=model, callback_handler=None, retry_strategy=None,
-                 system_prompt="You are a critic.")
+    model = AccountedModel(
+        inner,
+        provider="local",
+        model_id="gemma-test",
+        tier="heavy",
+        agent="critic",
+        on_call=calls.append,
+        max_retries=max_retries,
+        retry_base_delay=0,
+    )
+    return Agent(
+        name="critic",
+        model=model,
+        callback_handler=None,
+        retry_strategy=None,
+        system_prompt="You are a critic.",
+    )
 
 
 def test_structured_output_via_constrained_json(fake_server: FakeServer) -> None:
     calls: list[ModelCall] = []
-    result = local_agent(fake_server, calls)("Assess: dog walking app", structured_output_model=Assessment)
-    assert result.structured_output == Assessment(summary="ok", confidence=0.75, risk=2, stage="mvp", tags=["dogs"])
+    result = local_agent(fake_server, calls)(
+        "Assess: dog walking app", structured_output_model=Assessment
+    )
+    assert result.structured_output == Assessment(
+        summary="ok", confidence=0.75, risk=2, stage="mvp", tags=["dogs"]
+    )
     request = fake_server.requests[0]
     assert "tools" not in request and request["stream"] is True
     assert request["json_schema"]["properties"]["risk"] == {"enum": [1, 2, 3, 4, 5]}
@@ -200,10 +248,14 @@ def test_server_errors_map_to_strands_exceptions(fake_server: FakeServer) -> Non
     assert info.value.retryable is True and info.value.attempts == 2
 
 
-def test_server_that_fails_to_start_reports_log_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_that_fails_to_start_reports_log_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake_binary = tmp_path / "bin" / "llama-server"
     fake_binary.parent.mkdir()
-    fake_binary.write_text("#!/bin/sh\necho 'loading model'\necho 'error: failed to load model' >&2\nexit 1\n")
+    fake_binary.write_text(
+        "#!/bin/sh\necho 'loading model'\necho 'error: failed to load model' >&2\nexit 1\n"
+    )
     fake_binary.chmod(0o755)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(local, "llama_server_binary", lambda: fake_binary)
@@ -213,3 +265,35 @@ def test_server_that_fails_to_start_reports_log_tail(tmp_path: Path, monkeypatch
         server.url()
     assert "did not start" in str(info.value) and "failed to load model" in str(info.value)
     server.stop()
+
+
+def test_runtime_starts_one_server_for_all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from haytham.config import Settings
+    from haytham.models import factory
+
+    created: list[Any] = []
+
+    class CountingServer:
+        def __init__(self, context_size: int) -> None:
+            self.context_size = context_size
+            self.stopped = False
+            created.append(self)
+
+        def url(self) -> str:
+            return "http://127.0.0.1:1"
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    monkeypatch.setattr(factory, "LocalServer", CountingServer)
+    runtime = factory.ModelRuntime(Settings(context_window=4096))
+    threads = [threading.Thread(target=runtime.local_url) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(created) == 1 and created[0].context_size == 4096
+    runtime.close()
+    assert created[0].stopped
+    with pytest.raises(ConfigError, match="closed"):
+        runtime.local_url()

