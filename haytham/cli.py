@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -224,6 +225,8 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Burr logs a failing action with its state and a traceback; the CLI reports one sentence.
+    logging.getLogger("burr").setLevel(logging.CRITICAL)
     args = build_parser().parse_args(argv)
     try:
         return _cmd(args)

@@ -84,6 +84,7 @@ ENV_FIELDS: Mapping[str, str] = MappingProxyType(
         "HAYTHAM_MAX_RETRIES": "max_retries",
         "HAYTHAM_RETRY_DELAY": "retry_base_delay",
         "HAYTHAM_REQUEST_TIMEOUT": "request_timeout",
+        "HAYTHAM_SEARCH_URL": "search_url",
     }
 )
 """Environment variables read by :func:`load_settings` and the field each one sets."""
@@ -125,6 +126,7 @@ class Settings(BaseModel):
     max_retries: int = 3
     retry_base_delay: float = 1.0
     request_timeout: float = 120.0
+    search_url: str | None = None  # a SearXNG-compatible JSON search endpoint; None = offline
 
     @field_validator("provider")
     @classmethod

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
+from pydantic import BaseModel
 from strands.models import Model
 
 from haytham.config import TIERS, Settings
@@ -120,14 +121,16 @@ def _require(module: str, extra: str) -> None:
         ) from error
 
 
-def _provider_model(settings: Settings, tier: str, agent: str, runtime: ModelRuntime) -> Model:
+def _provider_model(settings: Settings, tier: str, agent: str, runtime: ModelRuntime,
+                    output_model: type[BaseModel] | None = None) -> Model:
     """The raw Strands model for the configured provider (no wrappers)."""
     provider, model_id = settings.provider, settings.model_id(tier)
     timeout = settings.request_timeout
     window = context_window(settings)
     if provider == "local":
         return LocalModel(
-            runtime.local_url, model_id=model_id, timeout=timeout, context_window=window
+            runtime.local_url, model_id=model_id, timeout=timeout, context_window=window,
+            output_model=output_model,
         )
     if provider == "replay":
         if settings.cassette is None:
@@ -202,8 +205,12 @@ def build_model(
     *,
     on_call: CallSink | None = None,
     runtime: ModelRuntime | None = None,
+    output_model: type[BaseModel] | None = None,
 ) -> Model:
     """A Strands model for ``settings.provider`` at ``tier``, for the agent named ``agent``.
+
+    ``output_model`` names the structured output the agent will ask for; the local provider
+    constrains decoding to that model's exact JSON schema.
 
     The result reports one :class:`~haytham.models.accounting.ModelCall` per call to ``on_call``,
     retries transient failures (``settings.max_retries``, exponential backoff from
@@ -221,7 +228,7 @@ def build_model(
     check_provider(settings)
     owned = runtime is None
     active = runtime or ModelRuntime(settings)
-    inner = _provider_model(settings, tier, agent, active)
+    inner = _provider_model(settings, tier, agent, active, output_model)
     if settings.record_to is not None and settings.provider != "replay":
         inner = RecordingModel(inner, agent, settings.record_to)
     model = AccountedModel(

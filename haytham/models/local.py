@@ -48,7 +48,7 @@ DEFAULT_PARAMS: Mapping[str, Any] = MappingProxyType(
         "temperature": 0.3,
         "top_p": 0.9,
         "repeat_penalty": 1.15,
-        "max_tokens": 768,
+        "max_tokens": 3072,  # a whole stage envelope under the capped schema fits
         "cache_prompt": True,
         "seed": 7,
         "stop": ("<|im_end|>", "<|im_start|>", "<end_of_turn>"),
@@ -280,6 +280,7 @@ class LocalModel(LlamaCppModel):
         max_string: int = 240,
         max_items: int = 5,
         context_window: int | None = None,
+        output_model: type[BaseModel] | None = None,
     ) -> None:
         super().__init__(
             base_url="http://127.0.0.1",
@@ -292,6 +293,9 @@ class LocalModel(LlamaCppModel):
         self._timeout = timeout
         self.max_string = max_string
         self.max_items = max_items
+        # Strands' tool-spec flattening can drop nested required fields (1.62: a required nested
+        # object loses its place in ``required``); the pydantic model's own schema is exact.
+        self.output_model = output_model
 
     async def stream(  # type: ignore[override]
         self,
@@ -309,9 +313,10 @@ class LocalModel(LlamaCppModel):
         request = self._format_request([], None, None)  # Strands maps config params into the body
         request.pop("tools", None)
         if target is not None:
-            schema = safe_schema(
-                target["inputSchema"]["json"], max_string=self.max_string, max_items=self.max_items
-            )
+            exact = structured_output_model or self.output_model
+            source = (exact.model_json_schema() if exact and exact.__name__ == target["name"]
+                      else target["inputSchema"]["json"])
+            schema = safe_schema(source, max_string=self.max_string, max_items=self.max_items)
             request["json_schema"] = schema
             fields = ", ".join(schema.get("properties", {})) or "the requested fields"
             hint = f"Reply with one JSON object for {target['name']} with: {fields}."

@@ -19,6 +19,7 @@ from haytham.stages import STAGES, StageSpec
 IDEA_OPEN, IDEA_CLOSE = "<<<IDEA", "IDEA>>>"
 FEEDBACK_HEADING = "## Reviewer feedback to address"
 PROBLEMS_HEADING = "## Problems with your previous answer"
+TOOLS_HEADING = "## Tools"
 OUTPUT_RESERVE = 4096  # tokens kept free for the answer
 
 
@@ -61,6 +62,8 @@ def build_stage_context(
     appetite_bound: int | None = None,
     feedback: str | None = None,
     problems: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    offers_tools: bool = False,
 ) -> Context:
     ctx = Context()
     ctx.add("task", f"# Task: {spec.title} (stage {spec.number} of 10, phase {spec.phase})",
@@ -83,6 +86,11 @@ def build_stage_context(
         if appetite_bound:
             lines.append(f"Story bound for this appetite: at most {appetite_bound} stories.")
         ctx.add("appetite", "## Appetite", "\n".join(lines))
+    if offers_tools:
+        ctx.add("tools", TOOLS_HEADING,
+                f"Available: {', '.join(tools)}." if tools else
+                "No web search is available in this run (offline): every market number is an "
+                "estimate or unsourced claim, never web_search.")
     if feedback:
         ctx.add("feedback", FEEDBACK_HEADING, feedback)
     if problems:

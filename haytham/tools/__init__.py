@@ -1,0 +1,1 @@
+"""Tools offered to stage agents."""
