@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.config import Settings, load_settings
-from haytham.errors import HaythamError, InputError
+from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.idea import read_idea_file
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -159,6 +159,7 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         from haytham.models.providers import check_provider
         check_provider(settings)
         sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
+        args.session_id = sid  # named in the hint if the run fails
         print(f"session: {sid}", file=sys.stderr)
         _caveat(settings)
         _print_outcome(svc.run(sid, until=gate_of(args.until), auto_approve=args.auto_approve),
@@ -215,6 +216,9 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
               f"{amb['ambiguity']} Options: {opts}")
     for b in st["blocking"]:
         print(f"blocking [{b['id']}]: {b['message']}")
+    for n, g in sorted(st["gates"].items()):
+        if g.get("rework_stage"):
+            print(f"rework at Gate {n} of {g['rework_stage']}: {g.get('feedback', '')}")
     for o in st["overrides"]:
         print(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
     if st["last_error"]:
@@ -232,6 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd(args)
     except HaythamError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        sid = getattr(args, "session_id", None)
+        if (sid and isinstance(exc, StageFailed | ProviderError | StorageError)
+                and "haytham resume" not in str(exc)):
+            print(f"completed stages are saved; fix the cause, then `haytham resume {sid}`.",
+                  file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted; completed stages are saved — `haytham resume` continues.",

@@ -8,15 +8,19 @@ concurrently and two processes never work on one session at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import errno
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from burr.core import Application, State
 from burr.core.persistence import SQLitePersister
 
 from haytham.config import Settings
-from haytham.errors import GateError, InputError, SessionCorrupt
+from haytham.errors import GateError, InputError, SessionCorrupt, StorageError
 from haytham.export import export
 from haytham.idea import validate_appetite, validate_idea
 from haytham.models.factory import ModelRuntime
@@ -30,7 +34,15 @@ from haytham.render import render_stage
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import STAGES, Phase, get_stage
 from haytham.status import session_status
-from haytham.store import SessionFiles, SessionStore, new_session_id, now, validate_session_id
+from haytham.store import (
+    SessionFiles,
+    SessionStore,
+    new_session_id,
+    now,
+    remove_stale_temp_files,
+    storage_error,
+    validate_session_id,
+)
 
 VerifierFactory = Callable[[Settings, ModelRuntime, SessionFiles], actions.Verifier | None]
 TRACKING_DIR = "_tracking"  # not a valid session id, so never listed as a session
@@ -91,18 +103,20 @@ class Haytham:
         self.store.delete(session_id)
 
     def _app(self, files: SessionFiles, *, fork_from: SessionFiles | None = None) -> Application:
+        remove_stale_temp_files(files.root)  # left by a process killed mid-write (we hold the lock)
         meta = files.read_json("session.json", default={}) or {}
         source = fork_from or files
         runner = StageRunner(self.settings, self.models, files, self.post_validator)
         verifier = (self.verifier_factory(self.settings, self.models, files)
                     if self.verifier_factory else None)
         tracking = str(self.store.root / TRACKING_DIR) if self.tracking else None
-        return build_application(
-            runner, verifier, app_id=files.session_id, tracking_dir=tracking,
-            initial_state={"idea": source.read_text("idea.md").strip(),
-                           "appetite": meta.get("appetite"), "session_id": files.session_id},
-            fork_from=fork_from.session_id if fork_from else None,
-            fork_db=str(fork_from.state_db) if fork_from else None)
+        with storage_errors(files):
+            return build_application(
+                runner, verifier, app_id=files.session_id, tracking_dir=tracking,
+                initial_state={"idea": source.read_text("idea.md").strip(),
+                               "appetite": meta.get("appetite"), "session_id": files.session_id},
+                fork_from=fork_from.session_id if fork_from else None,
+                fork_db=str(fork_from.state_db) if fork_from else None)
 
     def load_state(self, session_id: str) -> dict[str, Any]:
         """The latest persisted state without building the application (cheap, read-only)."""
@@ -135,11 +149,13 @@ class Haytham:
                     return Outcome(files.session_id, app.state["status"], gate=gate,
                                    next_action=nxt.name, messages=messages)
                 for command in self._auto_commands(app.state.get_all(), gate):
-                    app.step(inputs={"command": command})
+                    with storage_errors(files):
+                        app.step(inputs={"command": command})
                     files.append_event("gate_command", None, gate=gate, **command)
                 messages.append(f"gate {gate} auto-approved")
                 continue
-            app.run(halt_before=GATES, halt_after=["end"])
+            with storage_errors(files):
+                app.run(halt_before=GATES, halt_after=["end"])
 
     @staticmethod
     def _auto_commands(state: Mapping[str, Any], gate: int) -> list[dict[str, Any]]:
@@ -168,7 +184,8 @@ class Haytham:
                 raise GateError(f"Session {session_id} is not waiting at Gate {gate} "
                                 f"(next step: {here}).")
             apply_command(app.state.get_all(), phase, command)  # raises, changes nothing
-            app.step(inputs={"command": command})
+            with storage_errors(files):
+                app.step(inputs={"command": command})
             files.append_event("gate_command", None, gate=gate, **_public(command))
             moved = app.get_next_action()
             if continue_run and moved is not None and moved.name != f"gate_{gate}":
@@ -223,7 +240,8 @@ class Haytham:
         with files.lock():
             state, seq = _load_state_seq(files)
             new = cleared_state(state, spec.number)
-            _save_state(files, seq + 1, _position_before(spec.number), new)
+            with storage_errors(files):
+                _save_state(files, seq + 1, _position_before(spec.number), new)
             files.append_event("cleared_from", slug)
             Projector(files).project(new)
         return Outcome(session_id, new["status"], next_action=spec.action)
@@ -247,7 +265,8 @@ class Haytham:
                                           "forked_from": {"session_id": session_id,
                                                           "sequence_id": seq, "stage": slug}})
         new = cleared_state({**state, "session_id": sid}, spec.number)
-        _save_state(files, 0, _position_before(spec.number), new)
+        with storage_errors(files):
+            _save_state(files, 0, _position_before(spec.number), new)
         files.append_event("forked", None, source=session_id, sequence_id=seq, from_stage=slug)
         Projector(files).project(new)
         return sid
@@ -270,18 +289,47 @@ def _save_state(files: SessionFiles, seq: int, position: str, state: Mapping[str
 
 
 def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
+    """The latest persisted state (the source of truth; no other file is read when it exists)."""
+    loaded = None
+    if files.state_db.exists():
+        try:
+            loaded = _persister(files).load(PARTITION, files.session_id)
+        except Exception as exc:  # sqlite3.DatabaseError and friends
+            raise SessionCorrupt(str(files.state_db), str(exc)) from None
+    if loaded:
+        return loaded["state"].get_all(), int(loaded["sequence_id"])
     meta = files.read_json("session.json", default={}) or {}
-    fresh = {**actions.INITIAL_STATE, "idea": files.read_text("idea.md").strip(),
-             "appetite": meta.get("appetite"), "session_id": files.session_id}
-    if not files.state_db.exists():
-        return fresh, -1
+    return {**actions.INITIAL_STATE, "idea": files.read_text("idea.md").strip(),
+            "appetite": meta.get("appetite"), "session_id": files.session_id}, -1
+
+
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+@contextlib.contextmanager
+def storage_errors(files: SessionFiles) -> Iterator[None]:
+    """Turn a failed write below us (SQLite state, Burr tracking) into a one-sentence error.
+
+    Our own files already raise :class:`StorageError`; SQLite and Burr's tracker raise their own
+    errors when the disk is full or the folder read-only. The state is saved before the files are
+    projected from it, so what was persisted stays consistent and ``resume`` continues from it.
+    """
     try:
-        loaded = _persister(files).load(PARTITION, files.session_id)
-    except Exception as exc:  # sqlite3.DatabaseError and friends
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        why = ("the disk is full" if "full" in text else "the sessions folder is not writable"
+               if "readonly" in text or "read-only" in text else text)
+        raise StorageError(f"Could not write {files.state_db}: {why}. The last saved step is "
+                           f"kept; free space or fix permissions, then `haytham resume "
+                           f"{files.session_id}`.") from None
+    except sqlite3.DatabaseError as exc:  # not a database any more (truncated, overwritten)
         raise SessionCorrupt(str(files.state_db), str(exc)) from None
-    if not loaded:
-        return fresh, -1
-    return loaded["state"].get_all(), int(loaded["sequence_id"])
+    except OSError as exc:
+        if exc.errno not in _STORAGE_ERRNOS:
+            raise
+        where = Path(exc.filename) if exc.filename else files.root.parent  # e.g. Burr tracking
+        raise storage_error(where, exc) from None
 
 
 def _load_state(files: SessionFiles) -> dict[str, Any]:
@@ -298,6 +346,7 @@ def cleared_state(state: Mapping[str, Any], number: int) -> dict[str, Any]:
     live = {p.value for p in Phase if p.gate < first_phase.gate}
     new["gates"] = {k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate}
     new["verifications"] = {k: v for k, v in (state.get("verifications") or {}).items() if k in live}
+    new["rework"] = {k: v for k, v in (state.get("rework") or {}).items() if k in live}
     if number == 1:
         new["anchor"], new["anchor_text"] = None, ""
     new["constraints"] = actions.constraints_of(new)

@@ -14,17 +14,20 @@ from haytham.config import Settings, load_settings
 FIXTURES = Path(__file__).parent / "fixtures"
 POWER8 = FIXTURES / "cassettes" / "power_of_8"
 POWER8_IDEA = (FIXTURES / "ideas" / "power_of_8.md").read_text(encoding="utf-8")
+# A faithful full run: the stages (pipeline.jsonl) plus passing verifiers (verify/clean.jsonl).
+POWER8_RUN = POWER8 / "full"
 
 
-def replay_settings(tmp_path: Path, cassette: Path = POWER8 / "pipeline.jsonl",
+def replay_settings(tmp_path: Path, cassette: Path = POWER8_RUN,
                     **overrides: Any) -> Settings:
     return load_settings(env={}, dotenv=None, provider="replay", cassette=cassette,
                          sessions_dir=tmp_path / "sessions", retry_base_delay=0.0, **overrides)
 
 
 def cassette_with(tmp_path: Path, *replacements: Path, drop_agents: set[str] = frozenset()) -> Path:
-    """pipeline.jsonl without ``drop_agents`` lines, plus the lines of ``replacements``."""
-    lines = [ln for ln in (POWER8 / "pipeline.jsonl").read_text().splitlines()
+    """The full run without ``drop_agents`` lines, plus the lines of ``replacements``."""
+    lines = [ln for name in ("pipeline.jsonl", "verify/clean.jsonl")
+             for ln in (POWER8 / name).read_text().splitlines()
              if ln.strip() and json.loads(ln)["agent"] not in drop_agents]
     for extra in replacements:
         lines += [ln for ln in extra.read_text().splitlines() if ln.strip()]

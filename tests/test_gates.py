@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import POWER8, POWER8_IDEA, capture_prompts, replay_settings
+from pipeline_helpers import POWER8_IDEA, capture_prompts, cassette_with, replay_settings
 
 from haytham.app import make_service
 from haytham.errors import GateError, InputError
@@ -96,7 +96,7 @@ def test_clear_from_and_fork(at_gate_2):
 
 def _no_go_cassette(tmp_path):
     lines = []
-    for line in (POWER8 / "pipeline.jsonl").read_text().splitlines():
+    for line in cassette_with(tmp_path).read_text().splitlines():
         entry = json.loads(line)
         if entry["agent"] == "validation-summary":
             tool = next(i for i in entry["response"] if "tool" in i)

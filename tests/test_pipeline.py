@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import POWER8, POWER8_IDEA, capture_prompts, cassette_with, replay_settings
+from pipeline_helpers import (
+    POWER8,
+    POWER8_IDEA,
+    POWER8_RUN,
+    capture_prompts,
+    cassette_with,
+    replay_settings,
+)
 
 from haytham.app import make_service
 from haytham.cli import main
@@ -13,9 +20,18 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import STAGES
 
 
-def cli(tmp_path, *args, cassette=POWER8 / "pipeline.jsonl"):
-    return main([*args, "--provider", "replay", "--cassette", str(cassette),
-                 "--sessions-dir", str(tmp_path / "sessions")])
+def cli(tmp_path, *args, cassette=POWER8_RUN):
+    return main(
+        [
+            *args,
+            "--provider",
+            "replay",
+            "--cassette",
+            str(cassette),
+            "--sessions-dir",
+            str(tmp_path / "sessions"),
+        ]
+    )
 
 
 @pytest.fixture
@@ -46,7 +62,10 @@ def test_run_stops_at_gate_1_and_clarification_opens_it(tmp_path, idea_file, cap
     for inv in ambiguous:
         now = clarified.invariant(inv.property)
         assert (now.value, now.confidence, now.user_clarified) == (
-            inv.clarification_options[0], 1.0, True)
+            inv.clarification_options[0],
+            1.0,
+            True,
+        )
         assert not now.clarification_options and now.ambiguity is None
     assert "[clarified by founder]" in clarified.render()
 
@@ -58,8 +77,12 @@ def test_run_stops_at_gate_1_and_clarification_opens_it(tmp_path, idea_file, cap
 
 
 def test_auto_approve_writes_ten_valid_envelopes_and_counts_calls(tmp_path, idea_file, capsys):
-    assert cli(tmp_path, "run", "--idea-file", str(idea_file), "--session-id", "auto",
-               "--auto-approve") == 0
+    assert (
+        cli(
+            tmp_path, "run", "--idea-file", str(idea_file), "--session-id", "auto", "--auto-approve"
+        )
+        == 0
+    )
     root = tmp_path / "sessions" / "auto"
     for spec in STAGES:
         data = json.loads((root / "stages" / spec.dir_name / "output.json").read_text())
@@ -92,11 +115,14 @@ def test_every_stage_prompt_carries_the_full_anchor(tmp_path, monkeypatch):
     for call in stage_calls:
         assert "CONCEPT ANCHOR" in call["text"]
         start = call["text"].index("CONCEPT ANCHOR")
-        anchor_texts.add(call["text"][start:start + len(final_anchor)])
+        anchor_texts.add(call["text"][start : start + len(final_anchor)])
         assert "<<<IDEA" in call["text"] and "IDEA>>>" in call["text"]
     # stages after Gate 1 see the anchor exactly as it is in the session, verbatim
-    late = [c for c in stage_calls if c["agent"] not in {"market-context", "risk-assessment",
-                                                          "validation-summary"}]
+    late = [
+        c
+        for c in stage_calls
+        if c["agent"] not in {"market-context", "risk-assessment", "validation-summary"}
+    ]
     assert late and all(final_anchor in c["text"] for c in late)
 
 
@@ -129,13 +155,22 @@ def test_stories_still_over_fail_validation_and_block_gate_4(tmp_path, capsys):
         outcome = svc.run(sid, auto_approve=True, until=4)
         assert outcome.gate == 4
         status = svc.status(sid)
-    assert any(b["id"].startswith("check:story-generation") and "11 stories" in b["message"]
-               for b in status["blocking"])
-    record = json.loads((tmp_path / "sessions" / sid / "stages" / "10-story-generation" /
-                         "output.json").read_text())
+    assert any(
+        b["id"].startswith("check:story-generation") and "11 stories" in b["message"]
+        for b in status["blocking"]
+    )
+    record = json.loads(
+        (tmp_path / "sessions" / sid / "stages" / "10-story-generation" / "output.json").read_text()
+    )
     assert record["status"] == "needs_attention" and len(record["payload"]["stories"]) == 11
-    settings_args = ["--provider", "replay", "--cassette", str(svc.settings.cassette),
-                     "--sessions-dir", str(tmp_path / "sessions")]
+    settings_args = [
+        "--provider",
+        "replay",
+        "--cassette",
+        str(svc.settings.cassette),
+        "--sessions-dir",
+        str(tmp_path / "sessions"),
+    ]
     assert main(["approve", sid, "--gate", "4", *settings_args]) == 2
     assert "blocking" in capsys.readouterr().err
     events = (tmp_path / "sessions" / sid / "events.jsonl").read_text().splitlines()

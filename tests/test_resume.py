@@ -10,7 +10,7 @@ import sys
 import time
 from collections import Counter
 
-from pipeline_helpers import POWER8, POWER8_IDEA
+from pipeline_helpers import POWER8_IDEA, POWER8_RUN
 
 from haytham.cli import main
 from haytham.stages import STAGES
@@ -34,15 +34,28 @@ sys.exit(main(sys.argv[2:]))
 
 def test_kill_during_stage_6_then_resume_reruns_only_stage_6(tmp_path):
     sessions = tmp_path / "sessions"
-    opts = ["--provider", "replay", "--cassette", str(POWER8 / "pipeline.jsonl"),
-            "--sessions-dir", str(sessions)]
+    opts = ["--provider", "replay", "--cassette", str(POWER8_RUN), "--sessions-dir", str(sessions)]
     idea = tmp_path / "idea.md"
     idea.write_text(POWER8_IDEA)
     marker = tmp_path / "marker"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(marker), "run", "--idea-file", str(idea),
-         "--session-id", "killed", "--auto-approve", *opts],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(marker),
+            "run",
+            "--idea-file",
+            str(idea),
+            "--session-id",
+            "killed",
+            "--auto-approve",
+            *opts,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.05)

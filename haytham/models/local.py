@@ -15,11 +15,14 @@ Nothing here is module-level state: paths are computed on demand, processes belo
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -48,7 +51,7 @@ DEFAULT_PARAMS: Mapping[str, Any] = MappingProxyType(
         "temperature": 0.3,
         "top_p": 0.9,
         "repeat_penalty": 1.15,
-        "max_tokens": 3072,  # a whole stage envelope under the capped schema fits
+        "max_tokens": 2048,  # a whole stage envelope under the capped schema fits
         "cache_prompt": True,
         "seed": 7,
         "stop": ("<|im_end|>", "<|im_start|>", "<end_of_turn>"),
@@ -156,6 +159,15 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _death_signal() -> Callable[[], None] | None:
+    """A pre-exec hook (Linux) that has the server SIGTERMed when our process dies, so a killed
+    CLI or UI never leaves an orphan llama-server. libc is loaded here, before the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    return lambda: libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 class LocalServer:
     """One ``llama-server`` child process for the bundled model. Thread-safe; start is lazy."""
 
@@ -211,7 +223,8 @@ class LocalServer:
             ]
             with self._log_path.open("wb") as log:
                 self._process = subprocess.Popen(
-                    command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                    command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, preexec_fn=_death_signal(),
                 )
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():
@@ -277,8 +290,8 @@ class LocalModel(LlamaCppModel):
         model_id: str,
         timeout: float = 120.0,
         params: dict[str, Any] | None = None,
-        max_string: int = 240,
-        max_items: int = 5,
+        max_string: int = 160,
+        max_items: int = 3,
         context_window: int | None = None,
         output_model: type[BaseModel] | None = None,
     ) -> None:

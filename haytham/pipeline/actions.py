@@ -13,13 +13,17 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, StageSpec
 from haytham.store import now
+from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
+from haytham.verify.rework import ReworkDecision, decide
 
 Verifier = Callable[[Phase, Mapping[str, Any]], PhaseVerification]
+"""A phase verifier. It may also have ``max_rework_rounds: int`` and
+``record_rework(phase, decision)`` (see :class:`haytham.verify.factory.PhaseVerifier`)."""
 
 INITIAL_STATE: dict[str, Any] = {
     "status": "running", "route": None, "appetite": None, "anchor": None, "anchor_text": "",
     "outputs": {}, "stage_meta": {}, "validations": {}, "constraints": {}, "gates": {},
-    "verifications": {}, "reviews": {}, "review_log": [], "divergence": {},
+    "verifications": {}, "reviews": {}, "review_log": [], "divergence": {}, "rework": {},
 }
 STAGE_WRITES = ["outputs", "stage_meta", "validations", "constraints", "reviews", "review_log",
                 "route", "status"]
@@ -46,10 +50,11 @@ def start(state: State) -> State:
 def run_stage(state: State, spec: StageSpec, runner: StageRunner) -> State:
     current = state.get_all()
     result = runner.run_stage(spec, current)
-    outputs = {**current["outputs"], spec.slug: result.output}
+    outputs = {**current["outputs"], **result.inputs, spec.slug: result.output}
     meta = {**current["stage_meta"], spec.slug: {
         "status": "needs_attention" if result.problems else "completed",
-        "attempts": result.attempts, "problems": result.problems, "at": now()}}
+        "attempts": result.attempts, "problems": result.problems, "at": now(),
+        **({"quality_flags": result.quality_flags} if result.quality_flags is not None else {})}}
     reviews = dict(current["reviews"])
     consumed = reviews.pop(spec.slug, None)
     log = [*current["review_log"], {**consumed, "stage": spec.slug}] if consumed else current["review_log"]
@@ -69,19 +74,40 @@ def extract_anchor(state: State, runner: StageRunner) -> State:
                         constraints=constraints_of({**state.get_all(), "anchor": dumped}))
 
 
-@action(reads=["anchor", "outputs", "gates"], writes=["verifications", "gates", "route", "status"])
+@action(reads=["anchor", "outputs", "gates", "rework", "reviews", "stage_meta", "validations"],
+        writes=["verifications", "gates", "route", "status", "reviews", "rework"])
 def verify_phase(state: State, phase: Phase, verifier: Verifier | None) -> State:
+    """Verify the phase, then send a stage back automatically or open the gate."""
     current = state.get_all()
+    tracker = dict(current.get("rework") or {})
+    decision: ReworkDecision | None = None
     if verifier is None:
         verification = PhaseVerification(phase=phase.value, passed=True, status="off",
                                          strategy="off", reason="verification is off")
     else:
-        verification = verifier(phase, current)
+        rounds = int(getattr(verifier, "max_rework_rounds", DEFAULT_MAX_REWORK_ROUNDS))
+        decision = decide(phase, verifier(phase, current), current, max_rounds=rounds)
+        record_rework = getattr(verifier, "record_rework", None)
+        if callable(record_rework):
+            record_rework(phase, decision)
+        verification = decision.verification
+    verifications = {**current["verifications"], phase.value: verification.model_dump(mode="json")}
+    if decision is not None and decision.route is not None:  # automatic rework
+        return state.update(
+            verifications=verifications, gates=current["gates"],
+            reviews={**current["reviews"], **decision.reviews},
+            rework={**tracker, phase.value: decision.tracker}, route=decision.route,
+            status="running")
+    tracker.pop(phase.value, None)
     record = gate_record(current, phase)
-    opened = record.model_copy(update={"status": "open", "round": record.round + 1,
-                                       "opened_at": now(), "decided_at": None})
+    update: dict[str, Any] = {"status": "open", "round": record.round + 1, "opened_at": now(),
+                              "decided_at": None}
+    if decision is not None and decision.tracker.get("round"):
+        update |= {"rework_stage": decision.tracker.get("last_stage"),
+                   "feedback": f"[automatic rework by the verifier] {decision.note}"}
+    opened = record.model_copy(update=update)
     return state.update(
-        verifications={**current["verifications"], phase.value: verification.model_dump(mode="json")},
+        verifications=verifications, reviews=current["reviews"], rework=tracker,
         gates={**current["gates"], str(phase.gate): opened.model_dump(mode="json")},
         route=None, status=f"waiting_gate_{phase.gate}")
 

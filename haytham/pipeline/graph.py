@@ -14,8 +14,10 @@ Gates are halt points: the decision comes in as the gate action's ``command`` in
 
 from __future__ import annotations
 
+import os
+
 from burr.core import Application, ApplicationBuilder, default, when
-from burr.core.persistence import SQLitePersister
+from burr.core.persistence import PersisterHook, SQLitePersister
 from burr.tracking.client import LocalTrackingClient
 
 from haytham.pipeline import actions as a
@@ -31,12 +33,17 @@ GATES = [f"gate_{p.gate}" for p in Phase]
 
 class _Tracker(LocalTrackingClient):
     """Burr 0.43 treats every load as a fork and builds a parent pointer with no app id,
-    which its own tracker then rejects; drop that bogus pointer (real forks keep theirs)."""
+    which its own tracker then rejects; drop that bogus pointer (real forks keep theirs).
+    And create the tracking folders race-free (sessions start concurrently)."""
 
     def post_application_create(self, *, parent_pointer=None, **kwargs):  # noqa: ANN001, ANN003
         if parent_pointer is not None and parent_pointer.app_id is None:
             parent_pointer = None
         super().post_application_create(parent_pointer=parent_pointer, **kwargs)
+
+    def _ensure_dir_structure(self, app_id: str) -> None:
+        # Burr checks, then creates: two sessions starting at once raced on the project folder
+        os.makedirs(os.path.join(self.storage_dir, app_id), exist_ok=True)
 
 
 def verify_name(phase: Phase) -> str:
@@ -73,6 +80,7 @@ def build_application(runner: StageRunner, verifier: a.Verifier | None, *, app_i
         **{f"gate_{p.gate}": a.gate.bind(phase=p) for p in Phase},
         "end": a.end,
     }
+    projector = Projector(runner.files)
     edges = [("start", "idea_analysis")] + [e for p in Phase for e in _phase_edges(p)]
     builder = (
         ApplicationBuilder()
@@ -82,10 +90,13 @@ def build_application(runner: StageRunner, verifier: a.Verifier | None, *, app_i
                          default_state={**a.INITIAL_STATE, **(initial_state or {})},
                          default_entrypoint="start", fork_from_app_id=fork_from,
                          fork_from_partition_key=PARTITION if fork_from else None)
-        .with_state_persister(persister)
         .with_identifiers(app_id=app_id, partition_key=PARTITION)
-        .with_hooks(Projector(runner.files))
+        # the state is saved first, then projected: a crash or a full disk in between leaves
+        # files behind the state, never ahead of it, and the projection below catches them up
+        .with_hooks(PersisterHook(persister), projector)
     )
     if tracking_dir:
         builder = builder.with_tracker(_Tracker(project=PROJECT, storage_dir=tracking_dir))
-    return builder.build()
+    app = builder.build()
+    projector.project(app.state.get_all())  # files agree with the persisted state on open
+    return app

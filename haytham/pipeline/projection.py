@@ -47,6 +47,8 @@ def summarize(events: list[dict[str, Any]], state: Mapping[str, Any]) -> dict[st
         elif kind == "stage_completed":
             row["wall_ms"] += float(data.get("wall_ms") or 0)
             row["status"] = data.get("status", "completed")
+            if "quality_flags" in data:
+                row["quality_flags"] = data["quality_flags"]
         elif kind == "stage_failed":
             row["status"] = "failed"
             row["error"] = (data.get("error") or {}).get("message", "")

@@ -4,6 +4,9 @@ Contracts compose, cheapest first (seed 004): the pydantic schema at the tool bo
 repair turn, then a typed :class:`ContractViolation`), then the stage's deterministic code
 (``finalize`` derives fields, ``check`` finds mechanical problems that earn exactly one re-ask),
 then the post-validators. Every model call is accounted in ``events.jsonl``.
+
+Where a stage consumes a list of items from an earlier stage, receiving-stage validation
+(:mod:`haytham.verify.receiving`, switch ``HAYTHAM_INPUT_VALIDATION``) runs before it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
-from strands.types.exceptions import StructuredOutputException
+from strands.types.exceptions import MaxTokensReachedException, StructuredOutputException
 
 from haytham.config import Settings
 from haytham.errors import ContractViolation, HaythamError, StageFailed
@@ -31,9 +34,12 @@ from haytham.stages import BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
 from haytham.stages.story_generation import APPETITE_BOUNDS, effective_appetite
 from haytham.store import SessionFiles
+from haytham.tools.web_search import make_web_search
+from haytham.verify.receiving import InputValidation, input_validation_enabled
 
 ANCHOR_AGENT = "anchor-extraction"
 REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
+MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
 MAX_ANCHOR_TIGHTENING = 2
 
 PostValidator = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
@@ -71,17 +77,25 @@ class StageResult:
     problems: list[str] = field(default_factory=list)
     attempts: int = 1
     findings: list[dict[str, Any]] = field(default_factory=list)
+    # receiving-stage validation: producers' outputs it revised, and the boundary's counters
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quality_flags: dict[str, int] | None = None
 
 
 class StageRunner:
     """Everything a stage needs at run time; one per session per process (no globals)."""
 
     def __init__(self, settings: Settings, models: ModelRuntime, files: SessionFiles,
-                 post_validator: PostValidator | None = None) -> None:
+                 post_validator: PostValidator | None = None, *,
+                 input_validation: bool | None = None) -> None:
+        """``input_validation`` (receiving-stage validation, seed 000) defaults to
+        ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``)."""
         self.settings = settings
         self.models = models
         self.files = files
         self.post_validator = post_validator
+        enabled = input_validation_enabled() if input_validation is None else input_validation
+        self.receiver = InputValidation(files, self.ask) if enabled else None
 
     # -- model access --------------------------------------------------------------------------
     def _record_call(self, stage: str) -> Callable[[ModelCall], None]:
@@ -89,20 +103,34 @@ class StageRunner:
             self.files.append_event("model_call", stage, **call.model_dump(mode="json"))
         return sink
 
+    def tools_for(self, stage: str) -> list[Any]:
+        if stage == "market-context" and self.settings.search_url:
+            return [make_web_search(self.settings.search_url, self.files, stage)]
+        return []
+
     def ask(self, stage: str, tier: str, system: str, ctx: Context,
-            model_cls: type[BaseModel]) -> BaseModel:
-        """One structured answer from a fresh agent, or a typed error."""
+            model_cls: type[BaseModel], *, account_as: str | None = None) -> BaseModel:
+        """One structured answer from a fresh agent named ``stage``, or a typed error.
+
+        Its calls are accounted under ``account_as`` (default: ``stage``). The agent gets
+        ``REPAIR_TURNS`` model calls: a contract violation earns exactly one repair turn.
+        """
         ctx.check_fits(stage, system, context_window(self.settings))
-        model = build_model(self.settings, tier, stage, on_call=self._record_call(stage),
-                            runtime=self.models)
-        agent = Agent(model=model, system_prompt=system, callback_handler=None,
+        model = build_model(self.settings, tier, stage,
+                            on_call=self._record_call(account_as or stage), runtime=self.models,
+                            output_model=model_cls)
+        tools = self.tools_for(stage)
+        agent = Agent(model=model, system_prompt=system, callback_handler=None, tools=tools,
                       retry_strategy=None, name=stage,
                       conversation_manager=NullConversationManager())  # never trim silently
         try:
             result = agent(ctx.text(), structured_output_model=model_cls,
-                           limits={"turns": REPAIR_TURNS})
+                           limits={"turns": REPAIR_TURNS + (MAX_SEARCHES if tools else 0)})
         except StructuredOutputException:
             raise _violation_from(agent, model_cls, stage) from None
+        except MaxTokensReachedException:
+            raise StageFailed(stage, "the model's answer was cut off at its output token limit; "
+                                     "try again, or use a model with a larger output limit") from None
         except HaythamError:
             raise
         except Exception as exc:  # strands wraps provider errors; surface ours if present
@@ -116,6 +144,9 @@ class StageRunner:
 
     # -- stages -------------------------------------------------------------------------------
     def run_stage(self, spec: StageSpec, state: Mapping[str, Any]) -> StageResult:
+        received = self.receiver.receive(spec, state) if self.receiver else None
+        if received is not None:
+            state = {**state, "outputs": received.outputs}
         view = view_of(state)
         review = (state.get("reviews") or {}).get(spec.slug)
         bound = APPETITE_BOUNDS[effective_appetite(view)] if spec.slug == "story-generation" else None
@@ -129,7 +160,8 @@ class StageRunner:
                     spec, idea=state["idea"], anchor_text=state.get("anchor_text", ""),
                     outputs=state.get("outputs") or {}, appetite=view.appetite,
                     appetite_bound=bound, feedback=render_review(review) if review else None,
-                    problems=problems)
+                    problems=problems, tools=[t.tool_name for t in self.tools_for(spec.slug)],
+                    offers_tools=spec.slug == "market-context")
                 output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
                 output = spec.finalize(output, view)
                 problems = spec.check(output, view)
@@ -147,11 +179,15 @@ class StageRunner:
             raise
         dumped = output.model_dump(mode="json")
         findings = self._post_validate(spec.slug, state, dumped)
+        flags = received.quality_flags if received is not None else None
         self.files.append_event(
             "stage_completed", spec.slug, attempts=attempt,
             wall_ms=round((time.perf_counter() - started) * 1000, 1),
-            status="needs_attention" if problems else "completed", problems=problems)
-        return StageResult(output=dumped, problems=problems, attempts=attempt, findings=findings)
+            status="needs_attention" if problems else "completed", problems=problems,
+            **({"quality_flags": flags} if flags is not None else {}))
+        return StageResult(output=dumped, problems=problems, attempts=attempt, findings=findings,
+                           inputs=received.changed if received is not None else {},
+                           quality_flags=flags)
 
     def _post_validate(self, slug: str, state: Mapping[str, Any],
                        dumped: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,98 @@
+"""``make_verifier``: the phase verifier one session uses, built from the environment.
+
+The service calls ``make_verifier(settings, models, files)`` once per session per process
+(``Haytham(settings, verifier_factory=make_verifier)``); the graph's ``verify_<phase>`` actions
+call the result right before each gate. Contracts compose cheapest first (seed 004): if a
+phase's mechanical checks failed (a stage check after its re-ask, a blocking validator finding),
+the verifier is not run and the verdict is ``inconclusive`` with that reason; otherwise the
+phase's strategy runs — one agent (``single``), the swarm (``swarm``) or nothing (``off``).
+
+Each run is accounted under the row ``verify-<phase>`` in ``events.jsonl`` (``stage_started``,
+every ``model_call`` with its agent, ``stage_completed`` with the verdict's status), and the
+rework decisions the verify action takes are recorded there too (:meth:`record_rework`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from haytham.config import Settings
+from haytham.models.factory import ModelRuntime
+from haytham.pipeline.runner import ANCHOR_AGENT, StageRunner
+from haytham.schemas.verification import PhaseVerification
+from haytham.stages import Phase
+from haytham.store import SessionFiles
+from haytham.verify import config as cfg
+from haytham.verify.config import VerifyConfig
+from haytham.verify.rework import ReworkDecision
+from haytham.verify.single import verify_single
+from haytham.verify.swarm import verify_swarm
+from haytham.verify.verdict import inconclusive, mechanical_failures, off
+
+if cfg.ANCHOR_AGENT != ANCHOR_AGENT:  # pragma: no cover - import-time consistency guard
+    raise ImportError("haytham.verify.config.ANCHOR_AGENT is out of sync with the runner")
+
+
+class PhaseVerifier:
+    """Callable ``(phase, state) -> PhaseVerification`` for one session."""
+
+    def __init__(self, settings: Settings, models: ModelRuntime, files: SessionFiles,
+                 config: VerifyConfig) -> None:
+        config.check_agents()
+        self.settings = settings
+        self.models = models
+        self.files = files
+        self.config = config
+        # Only for its ``ask`` (the one structured-output boundary); never runs a stage.
+        self._runner = StageRunner(settings, models, files, input_validation=False)
+
+    @property
+    def max_rework_rounds(self) -> int:
+        return self.config.max_rework_rounds
+
+    def __call__(self, phase: Phase, state: Mapping[str, Any]) -> PhaseVerification:
+        strategy = self.config.strategy(phase)
+        if strategy == "off":
+            return off(phase, f"verification is off for {phase.value} "
+                              f"(HAYTHAM_VERIFY_{phase.value}=off)")
+        row = self.config.row(phase)
+        started = time.perf_counter()
+        self.files.append_event("stage_started", row, rework=False, strategy=strategy)
+        failures = mechanical_failures(phase, state)
+        if failures:
+            listed = "; ".join(f"{f['stage']}: {f['message']}" for f in failures[:5])
+            verification = inconclusive(
+                phase, strategy, f"not run: {len(failures)} mechanical check(s) failed first "
+                                 f"(contracts run cheapest first): {listed}")
+        elif strategy == "single":
+            verification = verify_single(self._runner.ask, phase, state, tier=self.config.tier,
+                                         agent=self.config.single_agent(phase), row=row)
+        else:
+            verification = verify_swarm(self.settings, self.models, self.files, phase, state,
+                                        config=self.config)
+        self.files.append_event(
+            "stage_completed", row, status=verification.status, strategy=strategy,
+            passed=verification.passed, blocking=len(verification.blocking()),
+            reason=verification.reason,
+            wall_ms=round((time.perf_counter() - started) * 1000, 1))
+        return verification
+
+    def record_rework(self, phase: Phase, decision: ReworkDecision) -> None:
+        """Append the verify action's rework decision to ``events.jsonl``."""
+        if decision.outcome == "clear" and not decision.tracker.get("round"):
+            return  # nothing was reworked at this gate visit
+        kind, data = decision.event()
+        self.files.append_event(kind, self.config.row(phase), **data)
+
+
+def make_verifier(settings: Settings, models: ModelRuntime, files: SessionFiles,
+                  config: VerifyConfig | None = None) -> PhaseVerifier:
+    """The session's phase verifier; ``config`` defaults to :meth:`VerifyConfig.from_env`.
+
+    Raises:
+        ConfigError: a strategy, tier or limit is invalid, or a verifier agent would reuse a
+            producing agent's name.
+    """
+    return PhaseVerifier(settings, models, files, config or VerifyConfig.from_env())
