@@ -18,17 +18,33 @@ POWER8_IDEA = (FIXTURES / "ideas" / "power_of_8.md").read_text(encoding="utf-8")
 POWER8_RUN = POWER8 / "full"
 
 
-def replay_settings(tmp_path: Path, cassette: Path = POWER8_RUN,
-                    **overrides: Any) -> Settings:
-    return load_settings(env={}, dotenv=None, provider="replay", cassette=cassette,
-                         sessions_dir=tmp_path / "sessions", retry_base_delay=0.0, **overrides)
+def replay_settings(tmp_path: Path, cassette: Path = POWER8_RUN, **overrides: Any) -> Settings:
+    return load_settings(
+        env={},
+        dotenv=None,
+        provider="replay",
+        cassette=cassette,
+        sessions_dir=tmp_path / "sessions",
+        retry_base_delay=0.0,
+        **overrides,
+    )
 
 
-def cassette_with(tmp_path: Path, *replacements: Path, drop_agents: set[str] = frozenset()) -> Path:
-    """The full run without ``drop_agents`` lines, plus the lines of ``replacements``."""
-    lines = [ln for name in ("pipeline.jsonl", "verify/clean.jsonl")
-             for ln in (POWER8 / name).read_text().splitlines()
-             if ln.strip() and json.loads(ln)["agent"] not in drop_agents]
+def cassette_with(
+    tmp_path: Path,
+    *replacements: Path,
+    drop_agents: set[str] = frozenset(),
+    passing_verifiers: bool = False,
+) -> Path:
+    """pipeline.jsonl (plus verify/clean.jsonl when ``passing_verifiers``) without
+    ``drop_agents`` lines, plus the lines of ``replacements``."""
+    names = ["pipeline.jsonl"] + (["verify/clean.jsonl"] if passing_verifiers else [])
+    lines = [
+        ln
+        for name in names
+        for ln in (POWER8 / name).read_text().splitlines()
+        if ln.strip() and json.loads(ln)["agent"] not in drop_agents
+    ]
     for extra in replacements:
         lines += [ln for ln in extra.read_text().splitlines() if ln.strip()]
     out = tmp_path / "cassette.jsonl"
@@ -49,8 +65,12 @@ class CapturingModel(Model):
         return self.inner.get_config()
 
     async def stream(self, messages, tool_specs=None, system_prompt=None, **kw) -> AsyncIterator:
-        text = "\n".join(block.get("text", "") for m in messages for block in m.get("content", [])
-                         if isinstance(block, dict))
+        text = "\n".join(
+            block.get("text", "")
+            for m in messages
+            for block in m.get("content", [])
+            if isinstance(block, dict)
+        )
         self.log.append({"agent": self.agent, "system": system_prompt or "", "text": text})
         async for event in self.inner.stream(messages, tool_specs, system_prompt, **kw):
             yield event

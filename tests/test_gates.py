@@ -21,20 +21,26 @@ def at_gate_2(tmp_path):
 
 
 def _files(root):
-    return {p.relative_to(root): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and p.name not in ("state.db", ".lock", "events.jsonl")}
+    return {
+        p.relative_to(root): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name not in ("state.db", ".lock", "events.jsonl")
+    }
 
 
-@pytest.mark.parametrize(("gate", "command", "error", "text"), [
-    (2, {"kind": "override", "reason": "  "}, InputError, "needs a reason"),
-    (2, {"kind": "rework", "stage": "mvp-scope", "feedback": ""}, InputError, "needs feedback"),
-    (2, {"kind": "rework", "stage": "idea-analysis", "feedback": "x"}, GateError, "own stages"),
-    (2, {"kind": "clarify", "invariant": "access_model", "choice": "x"}, GateError, "Gate 1"),
-    (2, {"kind": "override", "reason": "why"}, GateError, "nothing blocking"),
-    (1, {"kind": "approve"}, GateError, "not waiting at Gate 1"),
-    (5, {"kind": "approve"}, InputError, "Gate must be 1, 2, 3 or 4"),
-    (2, {"kind": "launch"}, InputError, "Unknown gate command"),
-])
+@pytest.mark.parametrize(
+    ("gate", "command", "error", "text"),
+    [
+        (2, {"kind": "override", "reason": "  "}, InputError, "needs a reason"),
+        (2, {"kind": "rework", "stage": "mvp-scope", "feedback": ""}, InputError, "needs feedback"),
+        (2, {"kind": "rework", "stage": "idea-analysis", "feedback": "x"}, GateError, "own stages"),
+        (2, {"kind": "clarify", "invariant": "access_model", "choice": "x"}, GateError, "Gate 1"),
+        (2, {"kind": "override", "reason": "why"}, GateError, "nothing blocking"),
+        (1, {"kind": "approve"}, GateError, "not waiting at Gate 1"),
+        (5, {"kind": "approve"}, InputError, "Gate must be 1, 2, 3 or 4"),
+        (2, {"kind": "launch"}, InputError, "Unknown gate command"),
+    ],
+)
 def test_bad_decisions_change_nothing(at_gate_2, gate, command, error, text):
     svc, sid, root = at_gate_2
     before = _files(root)
@@ -44,8 +50,7 @@ def test_bad_decisions_change_nothing(at_gate_2, gate, command, error, text):
     assert svc.status(sid)["gate"] == 2
 
 
-def test_rework_sends_feedback_into_the_stage_prompt_and_reruns_the_phase(at_gate_2,
-                                                                          monkeypatch):
+def test_rework_sends_feedback_into_the_stage_prompt_and_reruns_the_phase(at_gate_2, monkeypatch):
     svc, sid, root = at_gate_2
     prompts = capture_prompts(monkeypatch)
     out = svc.rework(sid, "mvp-scope", "Keep the 1 receiver + 7 givers structure IN scope.")
@@ -96,7 +101,7 @@ def test_clear_from_and_fork(at_gate_2):
 
 def _no_go_cassette(tmp_path):
     lines = []
-    for line in cassette_with(tmp_path).read_text().splitlines():
+    for line in cassette_with(tmp_path, passing_verifiers=True).read_text().splitlines():
         entry = json.loads(line)
         if entry["agent"] == "validation-summary":
             tool = next(i for i in entry["response"] if "tool" in i)
@@ -109,9 +114,16 @@ def _no_go_cassette(tmp_path):
 
 def test_no_go_blocks_gate_1_until_overridden_and_the_override_is_logged(tmp_path, capsys):
     from haytham.cli import main
+
     cassette = _no_go_cassette(tmp_path)
-    opts = ["--provider", "replay", "--cassette", str(cassette),
-            "--sessions-dir", str(tmp_path / "sessions")]
+    opts = [
+        "--provider",
+        "replay",
+        "--cassette",
+        str(cassette),
+        "--sessions-dir",
+        str(tmp_path / "sessions"),
+    ]
     idea = tmp_path / "idea.md"
     idea.write_text(POWER8_IDEA)
     assert main(["run", "--idea-file", str(idea), "--session-id", "nogo", *opts]) == 0
@@ -120,8 +132,9 @@ def test_no_go_blocks_gate_1_until_overridden_and_the_override_is_logged(tmp_pat
     capsys.readouterr()
     assert main(["approve", "nogo", "--gate", "1", *opts]) == 2
     assert "verdict:NO-GO" in capsys.readouterr().err
-    assert main(["override", "nogo", "--gate", "1", "--reason", "the founder accepts it",
-                 *opts]) == 0
+    assert (
+        main(["override", "nogo", "--gate", "1", "--reason", "the founder accepts it", *opts]) == 0
+    )
     assert main(["status", "nogo", *opts]) == 0
     assert "override at Gate 1 [verdict:NO-GO]: the founder accepts it" in capsys.readouterr().out
     assert main(["approve", "nogo", "--gate", "1", *opts]) == 0

@@ -127,7 +127,9 @@ def test_every_stage_prompt_carries_the_full_anchor(tmp_path, monkeypatch):
 
 
 def _story_session(tmp_path, replacement):
-    cassette = cassette_with(tmp_path, POWER8 / replacement, drop_agents={"story-generation"})
+    cassette = cassette_with(
+        tmp_path, POWER8 / replacement, drop_agents={"story-generation"}, passing_verifiers=True
+    )
     svc = make_service(replay_settings(tmp_path, cassette=cassette))
     sid = svc.create_session(POWER8_IDEA, appetite="small")
     return svc, sid
