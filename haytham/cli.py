@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -242,6 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"completed stages are saved; fix the cause, then `haytham resume {sid}`.",
                   file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `haytham status … | head`: the reader left; nothing to report
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
     except KeyboardInterrupt:
         print("interrupted; completed stages are saved — `haytham resume` continues.",
               file=sys.stderr)

@@ -6,7 +6,7 @@ import contextlib
 import json
 from typing import Any
 
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, SessionCorrupt
 from haytham.pipeline.gates import open_blocking, phase_for_gate
 from haytham.pipeline.projection import summarize
 from haytham.schemas.anchor import ConceptAnchor
@@ -19,6 +19,9 @@ def broken_files(files: SessionFiles) -> list[str]:
     problems = []
     candidates = ["concept_anchor.json", "gates.json", "summary.json", "session.json"]
     candidates += [f"stages/{s.dir_name}/output.json" for s in STAGES]
+    for folder in ("verifications", "reviews"):
+        if (files.root / folder).is_dir():
+            candidates += sorted(f"{folder}/{p.name}" for p in (files.root / folder).glob("*.json"))
     for rel in candidates:
         path = files.root / rel
         if not path.exists():
@@ -28,9 +31,11 @@ def broken_files(files: SessionFiles) -> list[str]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             problems.append(f"{path}: not valid JSON ({exc})")
             continue
-        if rel.startswith("stages/") and data.get("schema_version") != SCHEMA_VERSION:
-            problems.append(f"{path}: schema_version {data.get('schema_version')!r}, "
-                            f"expected {SCHEMA_VERSION}")
+        versioned = rel.startswith("stages/") or rel == "session.json"
+        if versioned and (not isinstance(data, dict)
+                          or data.get("schema_version") != SCHEMA_VERSION):
+            found = data.get("schema_version") if isinstance(data, dict) else None
+            problems.append(f"{path}: schema_version {found!r}, expected {SCHEMA_VERSION}")
     return problems
 
 
@@ -46,7 +51,10 @@ def last_error(events: list[dict[str, Any]]) -> str | None:
 
 
 def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]:
-    events = files.events()
+    try:
+        events, unreadable = files.events(), []
+    except SessionCorrupt as exc:  # the audit log is damaged; the state still answers
+        events, unreadable = [], [str(exc)]
     status = state.get("status", "running")
     gate = int(status.rsplit("_", 1)[1]) if status.startswith("waiting_gate_") else None
     out: dict[str, Any] = {
@@ -54,12 +62,12 @@ def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]
         "idea": (state.get("idea") or "")[:200],
         "status": status,
         "gate": gate,
-        "summary": summarize(events, state),
+        "summary": summarize(events, state, busy=files.is_busy()),
         "gates": state.get("gates") or {},
         "verdict": ((state.get("outputs") or {}).get("validation-summary") or {})
         .get("payload", {}).get("verdict"),
         "last_error": last_error(events),
-        "broken_files": broken_files(files),
+        "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
         "blocking": [],
         "overrides": [{"gate": int(n), **o} for n, g in sorted((state.get("gates") or {}).items())

@@ -33,6 +33,7 @@ from haytham.schemas.events import Event
 
 SESSION_ID = re.compile(r"^[a-z0-9-]{1,64}$")
 SCHEMA_VERSION = 1
+TMP_SUFFIX = ".tmp"
 
 
 def now() -> str:
@@ -54,8 +55,8 @@ def new_session_id(idea: str) -> str:
     return f"{stem}-{secrets.token_hex(3)}"
 
 
-def _storage_error(path: Path, exc: OSError) -> StorageError:
-    if exc.errno == errno.ENOSPC:
+def storage_error(path: Path, exc: OSError) -> StorageError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         why = "the disk is full"
     elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         why = "the sessions folder is not writable"
@@ -66,8 +67,11 @@ def _storage_error(path: Path, exc: OSError) -> StorageError:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so readers see the old or the new file, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+    except OSError as exc:  # read-only folder, disk full: nothing was created
+        raise storage_error(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -77,7 +81,37 @@ def atomic_write(path: Path, text: str) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise _storage_error(path, exc) from None
+        raise storage_error(path, exc) from None
+
+
+def remove_stale_temp_files(root: Path) -> list[Path]:
+    """Delete temp files of writers that died before their rename (call under the lock)."""
+    stale = [p for p in root.rglob(f".*{TMP_SUFFIX}") if p.is_file() and not p.is_symlink()]
+    for path in stale:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return stale
+
+
+def _append_all(fd: int, data: bytes) -> None:
+    """Append ``data`` whole or not at all: a short write (disk full) is rolled back."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        # a torn last line (power loss) was never committed: drop it before appending
+        tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+        if b"\n" in tail or len(tail) == size:
+            size = size - len(tail) + tail.rfind(b"\n") + 1
+            os.ftruncate(fd, size)
+        else:  # a torn line longer than the tail we read: keep it, on a line of its own
+            data = b"\n" + data
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
 
 
 class SessionFiles:
@@ -95,12 +129,21 @@ class SessionFiles:
     def stage_dir(self, dir_name: str) -> Path:
         return self.root / "stages" / dir_name
 
+    def inside(self, rel: str) -> Path:
+        """``root / rel``, refused if a symlinked folder would take it outside the session."""
+        path = self.root / rel
+        base = self.root.resolve()
+        if not path.parent.resolve().is_relative_to(base):
+            raise InputError(f"{path} resolves outside session {self.session_id} (a symbolic "
+                             "link?); refusing to touch it.")
+        return path
+
     # -- io ----------------------------------------------------------------------------------
     def write_json(self, rel: str, data: Any) -> None:
-        atomic_write(self.root / rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
     def write_text(self, rel: str, text: str) -> None:
-        atomic_write(self.root / rel, text)
+        atomic_write(self.inside(rel), text)
 
     def read_json(self, rel: str, default: Any = None) -> Any:
         path = self.root / rel
@@ -121,8 +164,10 @@ class SessionFiles:
             raise SessionCorrupt(str(path), str(exc)) from None
 
     def remove(self, rel: str) -> None:
-        target = self.root / rel
-        if target.is_dir():
+        target = self.inside(rel)
+        if target.is_symlink():
+            target.unlink()
+        elif target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
@@ -132,13 +177,13 @@ class SessionFiles:
         line = event.model_dump_json() + "\n"
         path = self.root / "events.jsonl"
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line.encode("utf-8"))
+                _append_all(fd, line.encode("utf-8"))
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise _storage_error(path, exc) from None
+            raise storage_error(path, exc) from None
         return event
 
     def events(self) -> list[dict[str, Any]]:
@@ -158,6 +203,29 @@ class SessionFiles:
                     raise SessionCorrupt(str(path), f"line {n} is not JSON") from None
         return out
 
+    def updated_at(self) -> str:
+        """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
+        path = self.root / "events.jsonl"
+        stamp = (path if path.exists() else self.root).stat().st_mtime
+        return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
+
+    def is_busy(self) -> bool:
+        """Whether some process holds this session's lock right now (never blocks)."""
+        path = self.root / ".lock"
+        if not path.exists():
+            return False
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Exclusive, non-blocking; released by the OS if the process dies."""
@@ -165,7 +233,7 @@ class SessionFiles:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise _storage_error(path, exc) from None
+            raise storage_error(path, exc) from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -175,8 +243,9 @@ class SessionFiles:
                     f"Session {self.session_id} is busy in another process (pid {holder}); "
                     "wait for it to finish, then try again."
                 ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            with contextlib.suppress(OSError):  # the pid is informative; a full disk is not fatal
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
             yield
         finally:
             os.close(fd)
@@ -204,8 +273,10 @@ class SessionStore:
             raise InputError(f"Session {session_id} already exists; choose another id.")
         try:
             path.mkdir(parents=True)
+        except FileExistsError:  # created by another process since the check above
+            raise InputError(f"Session {session_id} already exists; choose another id.") from None
         except OSError as exc:
-            raise _storage_error(path, exc) from None
+            raise storage_error(path, exc) from None
         return SessionFiles(path, session_id)
 
     def open(self, session_id: str) -> SessionFiles:

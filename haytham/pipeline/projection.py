@@ -25,8 +25,12 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def summarize(events: list[dict[str, Any]], state: Mapping[str, Any]) -> dict[str, Any]:
-    """Per stage: status, wall time, model calls, tokens; plus totals (from events.jsonl)."""
+def summarize(events: list[dict[str, Any]], state: Mapping[str, Any], *,
+              busy: bool = False) -> dict[str, Any]:
+    """Per stage: status, wall time, model calls, tokens; plus totals (from events.jsonl).
+
+    A stage that started but has no output is ``running`` while a process holds the session
+    (``busy``) and ``interrupted`` otherwise (a crash or kill; ``resume`` re-runs it)."""
     stages: dict[str, dict[str, Any]] = {
         s: {"status": "pending", "wall_ms": 0.0, "model_calls": 0, "input_tokens": 0,
             "output_tokens": 0, "retries": 0, "runs": 0} for s in SUMMARY_STAGES}
@@ -55,7 +59,7 @@ def summarize(events: list[dict[str, Any]], state: Mapping[str, Any]) -> dict[st
     outputs = state.get("outputs") or {}
     for slug, row in stages.items():
         if row["status"] in ("", "running") and slug not in outputs and slug != "anchor-extraction":
-            row["status"] = "interrupted" if row["runs"] else "pending"
+            row["status"] = ("running" if busy else "interrupted") if row["runs"] else "pending"
     rows = [r for r in stages.values()]
     totals = {k: sum(r[k] for r in rows) for k in
               ("wall_ms", "model_calls", "input_tokens", "output_tokens", "retries")}

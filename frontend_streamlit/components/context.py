@@ -1,0 +1,178 @@
+"""What every page needs: settings, the cached service and worker, the selected session, errors.
+
+The service and its worker are cached per settings with ``st.cache_resource`` (one per server
+process, shared by all tabs). The selected session lives in the URL (``?session=<id>``) and in
+``st.session_state`` — both per browser tab — never in a module global, so tabs don't mix.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from haytham.config import Settings, load_settings
+from haytham.errors import HaythamError
+from haytham.service import Haytham
+from haytham.worker import RunWorker, describe_error
+
+SESSION_PARAM = "session"
+SESSION_KEY = "selected_session"
+PAGES = {
+    "new": "pages/new_idea.py", "run": "pages/run.py", "verdict": "pages/verdict.py",
+    "stories": "pages/stories.py", "fidelity": "pages/fidelity.py",
+    "sessions": "pages/sessions.py",
+    **{f"gate_{n}": f"pages/gate_{n}.py" for n in range(1, 5)},
+}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The per-process service and its background-run worker."""
+
+    service: Haytham
+    worker: RunWorker
+
+
+@st.cache_resource(show_spinner=False)
+def _backend(settings_json: str) -> Backend:
+    from haytham.app import make_service  # what is installed: validators, verifiers
+
+    service = make_service(Settings.model_validate_json(settings_json))
+    return Backend(service, RunWorker(service))
+
+
+def settings() -> Settings:
+    """Settings from the environment and ``.env`` (``HAYTHAM_PROVIDER`` …), read each run."""
+    return load_settings()
+
+
+def _through_navigation() -> None:
+    """Rerun through ``app.py`` if this page was started without it.
+
+    With a ``pages/`` folder next to ``app.py``, Streamlit starts a fresh server in its legacy
+    multipage mode: a page opened by URL (``/run?session=…``) runs alone, without ``app.py``'s
+    ``st.navigation``. Leaving that mode once makes every later run go through ``app.py``.
+    (AppTest resets the mode before every run; there a rerun would only drop the click.)
+    """
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def backend() -> Backend:
+    """The cached service and worker for the current settings; stops the page on bad settings."""
+    _through_navigation()
+    try:
+        current = settings()
+    except HaythamError as exc:
+        st.error(f"Haytham is not configured correctly: {exc}")
+        st.stop()
+    return _backend(current.model_dump_json())
+
+
+# -- the selected session (per tab) ------------------------------------------------------------
+def selected_session() -> str | None:
+    """The tab's session: the URL's ``?session=`` wins, else the tab's session state."""
+    from_url = st.query_params.get(SESSION_PARAM)
+    sid = from_url or st.session_state.get(SESSION_KEY)
+    if sid:
+        st.session_state[SESSION_KEY] = sid
+        if from_url != sid:
+            st.query_params[SESSION_PARAM] = sid
+    return sid or None
+
+
+def select_session(session_id: str | None) -> None:
+    if session_id:
+        st.session_state[SESSION_KEY] = session_id
+        st.query_params[SESSION_PARAM] = session_id
+    else:
+        st.session_state.pop(SESSION_KEY, None)
+        st.query_params.pop(SESSION_PARAM, None)
+
+
+def go(page: str, session_id: str | None = None) -> None:
+    """Switch to one of :data:`PAGES`, keeping the session in the URL."""
+    sid = session_id or st.session_state.get(SESSION_KEY)
+    st.switch_page(PAGES[page], query_params={SESSION_PARAM: sid} if sid else None)
+
+
+def link(page: str, label: str, icon: str | None = None) -> None:
+    sid = st.session_state.get(SESSION_KEY)
+    st.page_link(PAGES[page], label=label, icon=icon,
+                 query_params={SESSION_PARAM: sid} if sid else None)
+
+
+def require_session(b: Backend) -> str:
+    """The selected session, or a pointer to where to pick one (and stop)."""
+    sid = selected_session()
+    if not sid:
+        st.info("No session selected. Start one from a new idea, or open one from Sessions.")
+        link("new", "New idea", ":material/lightbulb:")
+        link("sessions", "Sessions", ":material/folder_open:")
+        st.stop()
+    try:
+        b.service.store.open(sid)
+    except HaythamError as exc:
+        select_session(None)
+        st.error(str(exc))
+        link("sessions", "Pick another session", ":material/folder_open:")
+        st.stop()
+    return sid
+
+
+# -- errors ------------------------------------------------------------------------------------
+def show_error(exc: BaseException) -> None:
+    """One clear sentence for the user; never a traceback."""
+    message, _ = describe_error(exc)
+    st.error(message, icon=":material/error:")
+
+
+@contextmanager
+def failures() -> Iterator[None]:
+    """Show any exception raised inside as a clear message (the page carries on)."""
+    try:
+        yield
+    except Exception as exc:  # the user sees one sentence; details go to the server log
+        if not isinstance(exc, HaythamError):
+            logging.getLogger("haytham.ui").exception("page failed")
+        show_error(exc)
+
+
+def attempt(fn: Callable[[], T]) -> T | None:
+    """``fn()``, or ``None`` after showing its error as a message."""
+    try:
+        return fn()
+    except Exception as exc:
+        show_error(exc)
+        return None
+
+
+def flash(message: str) -> None:
+    """A message shown once on the next run (survives ``st.rerun`` and page switches)."""
+    st.session_state["flash"] = message
+
+
+def show_flash() -> None:
+    message = st.session_state.pop("flash", None)
+    if message:
+        st.success(message, icon=":material/check_circle:")
+
+
+# -- text from users and models ----------------------------------------------------------------
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
+
+
+def md(text: Any) -> str:
+    """``text`` escaped for ``st.markdown``: shown literally (HTML and markdown as text)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")

@@ -1,0 +1,180 @@
+"""A decision gate page: the phase's outputs, what the checks found, and the reviewer's actions.
+
+Every decision is one gate command through :meth:`Haytham.decide` (so it lands in
+``gates.json``); approve and rework then continue the run in the background worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from components.anchor_review import change_log, render_anchor
+from components.context import (
+    Backend,
+    attempt,
+    backend,
+    flash,
+    go,
+    link,
+    md,
+    require_session,
+    show_error,
+    show_flash,
+)
+from components.findings import validator_findings, verification
+from components.progress import pretty_status
+
+from haytham.pipeline.gates import BlockingItem, open_blocking, phase_for_gate
+from haytham.render import render_stage
+from haytham.stages import Phase, phase_stages
+
+ALL_OPEN = "all open items"
+
+
+def render_gate(gate: int) -> None:
+    b = backend()
+    sid = require_session(b)
+    phase = phase_for_gate(gate)
+    st.title(f"Gate {gate} · {phase.value}")
+    show_flash()
+    state = attempt(lambda: b.service.load_state(sid))
+    status = attempt(lambda: b.service.status(sid))
+    if state is None or status is None:
+        return
+    record = (state.get("gates") or {}).get(str(gate)) or {}
+    here = status.get("gate") == gate
+    busy = b.worker.is_running(sid)
+    st.caption(f"Session `{sid}` · this gate: {record.get('status', 'not reached')} · "
+               f"session: {pretty_status(status['status'])}")
+    if busy:
+        st.info("A run of this session is in progress; decisions wait until it stops.",
+                icon=":material/hourglass_top:")
+        link("run", "Watch the run", ":material/play_circle:")
+    elif not here:
+        st.info(_not_here(gate, record, status), icon=":material/info:")
+    editable = here and not busy
+    with st.expander("The idea, as you wrote it"):
+        st.markdown(md(state.get("idea", "")))
+    if phase is Phase.WHY:
+        render_anchor(b, sid, state, editable)
+        verdict = status.get("verdict")
+        if verdict:
+            st.markdown(f"**Verdict:** {md(verdict)} — details on the Verdict page.")
+            link("verdict", "Open the verdict", ":material/gavel:")
+    _outputs(phase, state)
+    verification(phase, state)
+    validator_findings(phase, state)
+    change_log(record)
+    _overrides(record)
+    if editable:
+        _actions(b, sid, gate, phase, state, status)
+
+
+def _not_here(gate: int, record: dict[str, Any], status: dict[str, Any]) -> str:
+    if not record:
+        return f"The session has not reached Gate {gate} yet."
+    where = pretty_status(status["status"])
+    note = f" (note: {md(record['note'])})" if record.get("note") else ""
+    return f"Gate {gate} is {record.get('status')}{note}; the session is {where}."
+
+
+def _outputs(phase: Phase, state: dict[str, Any]) -> None:
+    st.subheader("Stage outputs")
+    outputs = state.get("outputs") or {}
+    shown = False
+    for spec in phase_stages(phase):
+        out = outputs.get(spec.slug)
+        if out is None:
+            continue
+        shown = True
+        box = st.expander(f"{spec.number}. {spec.title}", key=f"output_{spec.slug}",
+                          on_change="rerun")
+        if box.open:  # rendered only when opened: keeps the gate page light
+            box.markdown(render_stage(spec, out))
+    if not shown:
+        st.caption("No stage of this phase has run yet.")
+
+
+def _overrides(record: dict[str, Any]) -> None:
+    rows = [f"**{md(o['target'])}** — {md(o['reason'])}" + (" (auto)" if o.get("auto") else "")
+            for o in record.get("overrides", [])]
+    if rows:
+        st.markdown("**Overrides**  \n" + "  \n".join(f"• {r}" for r in rows))
+
+
+def _decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str) -> None:
+    """Apply ``command``; if the session moves on, continue the run in the background."""
+    try:
+        outcome = b.service.decide(sid, gate, command, continue_run=False)
+    except Exception as exc:
+        show_error(exc)
+        return
+    flash(done)
+    if outcome.next_action and not outcome.next_action.startswith("gate_"):
+        attempt(lambda: b.worker.run(sid, f"{command['kind']} at gate {gate}"))
+        go("run", sid)
+    st.rerun()
+
+
+def _actions(b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any],
+             status: dict[str, Any]) -> None:
+    st.subheader("Decision")
+    blocking = open_blocking(state, phase)
+    ambiguous = status.get("open_ambiguities") if gate == 1 else []
+    reasons = []
+    if ambiguous:
+        reasons.append(f"{len(ambiguous)} ambiguous invariant(s) need clarification")
+    if blocking:
+        reasons.append(f"{len(blocking)} blocking item(s) are open")
+    if reasons:
+        st.warning("Approve is disabled: " + "; ".join(reasons) + ".", icon=":material/lock:")
+    approve, reject, rework, override = st.tabs(["Approve", "Reject", "Request rework",
+                                                 "Override"])
+    with approve:
+        note = st.text_input("Note (optional)", key=f"approve_note_{gate}")
+        if st.button(f"Approve Gate {gate}", type="primary", key=f"approve_{gate}",
+                     disabled=bool(reasons)):
+            _decide(b, sid, gate, {"kind": "approve", "note": note}, f"Gate {gate} approved.")
+    with reject:
+        why = st.text_input("Why reject? (optional)", key=f"reject_note_{gate}")
+        sure = st.checkbox("Yes, stop this session here", key=f"reject_sure_{gate}")
+        if st.button(f"Reject at Gate {gate}", key=f"reject_{gate}", disabled=not sure):
+            _decide(b, sid, gate, {"kind": "reject", "note": why}, f"Rejected at Gate {gate}.")
+    with rework:
+        _rework_form(b, sid, gate, phase)
+    with override:
+        _override_form(b, sid, gate, blocking)
+
+
+def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
+    specs = {s.slug: f"{s.number}. {s.title}" for s in phase_stages(phase)}
+    stage = st.selectbox("Stage to redo", list(specs), format_func=specs.get,
+                         key=f"rework_stage_{gate}")
+    feedback = st.text_area("Feedback: what must change", key=f"rework_feedback_{gate}")
+    if st.button("Request rework", key=f"rework_{gate}"):
+        if not (feedback or "").strip():
+            st.error("Rework needs feedback: say what the stage must change.",
+                     icon=":material/error:")
+            return
+        _decide(b, sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback},
+                f"Sent {stage} back for rework.")
+
+
+def _override_form(b: Backend, sid: str, gate: int, blocking: list[BlockingItem]) -> None:
+    if not blocking:
+        st.caption("Nothing blocking is open at this gate.")
+        return
+    for item in blocking:
+        st.markdown(f"• `{md(item.id)}` — {md(item.message)}")
+    target = st.selectbox("Override", [ALL_OPEN, *[i.id for i in blocking]],
+                          key=f"override_target_{gate}")
+    reason = st.text_area("Reason (required): why the finding does not apply",
+                          key=f"override_reason_{gate}")
+    if st.button("Override", key=f"override_{gate}"):
+        if not (reason or "").strip():
+            st.error("An override needs a reason.", icon=":material/error:")
+            return
+        command = {"kind": "override", "reason": reason,
+                   "target": None if target == ALL_OPEN else target}
+        _decide(b, sid, gate, command, "Override recorded; it is logged in gates.json.")

@@ -1,0 +1,105 @@
+"""Verdict, Stories and Fidelity pages on a finished session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_ui_support import app, service, session_at, shows, use_replay
+
+from haytham.export import FORMATS
+
+
+@pytest.fixture
+def finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    use_replay(tmp_path, monkeypatch)
+    return session_at(None)
+
+
+def test_verdict_go_with_scorecard(finished: str) -> None:
+    at = app(finished, "pages/verdict.py")
+    assert not at.exception
+    assert any("GO" in m.value and "badge" in m.value for m in at.markdown)
+    scorecard = at.dataframe[0].value
+    assert list(scorecard.columns) == ["name", "score", "evidence"] and len(scorecard) >= 3
+    assert not [b for b in at.button if b.key == "proceed_anyway"]
+
+
+def test_stories_table_filters_traceability_and_exports(finished: str) -> None:
+    at = app(finished, "pages/stories.py")
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["order"]) == list(range(1, len(table) + 1))
+    assert table.iloc[0]["id"] == "STORY-001"
+    position = {sid: n for n, sid in enumerate(table["id"])}
+    for _, row in table.iterrows():  # dependencies come first
+        for dep in filter(None, row["depends_on"].split(", ")):
+            assert position[dep] < position[row["id"]]
+
+    trace = at.dataframe[1].value
+    assert {"capability-model (Gate 2)", "architecture-decisions (Gate 3)"} <= set(
+        trace["defined in"])
+    cap = trace[trace["implements"] == "CAP-F-001"].iloc[0]
+    assert cap["name"] == "Invite existing patients"
+    assert cap["review"] == f"./gate_2?session={finished}"
+
+    layer = sorted(table["layer"].unique())[0]
+    at.multiselect(key="filter_layer").set_value([layer]).run()
+    filtered = at.dataframe[0].value
+    assert 0 < len(filtered) <= len(table) and set(filtered["layer"]) == {layer}
+
+    downloads = [e for e in at.get("download_button")]
+    assert len(downloads) == len(FORMATS)
+    assert all(not d.proto.disabled for d in downloads)
+
+
+def test_stories_page_before_stories_offers_markdown_and_json(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    use_replay(tmp_path, monkeypatch)
+    sid = session_at(2)
+    at = app(sid, "pages/stories.py")
+    assert not at.exception and shows(at, "No stories yet")
+    enabled = [not d.proto.disabled for d in at.get("download_button")]
+    assert enabled == [True, True, False, False, False]
+
+
+def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
+    at = app(finished, "pages/fidelity.py")
+    assert not at.exception
+    assert shows(at, "No divergence curve for this session")
+    matrix = at.dataframe[0].value
+    assert "access_model" in matrix.index
+    assert matrix.shape[1] == 10
+    assert set(matrix.loc["access_model"]) <= {"✓ honored", "· not mentioned"}
+    cost = at.dataframe[1].value
+    assert (cost["stage"] == "Story generation").any()
+    with service() as svc:
+        totals = svc.status(finished)["summary"]["totals"]
+    assert cost["model_calls"].sum() == totals["model_calls"]  # verifiers and checks included
+
+
+def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_path: Path) -> None:
+    from components.fidelity_data import compliance_matrix, divergence_frame
+
+    curve = divergence_frame({"mvp-scope": {"idea": 0.8, "anchor": 0.9},
+                              "idea-analysis": {"idea": 0.95, "anchor": 0.93},
+                              "story-generation": 0.6})
+    assert list(curve.index) == ["01 idea-analysis", "05 mvp-scope", "10 story-generation"]
+    assert curve.loc["10 story-generation", "anchor"] == 0.6
+
+    state = {"anchor": {"invariants": [{"property": "group_structure"},
+                                       {"property": "session_medium"}]},
+             "outputs": {"mvp-scope": {"anchor_compliance": {
+                 "invariants_preserved": ["group_structure"],
+                 "invariants_overridden": [{"invariant": "session_medium", "reason": "x"}]}},
+                 "capability-model": {"anchor_compliance": {}}},
+             "verifications": {"WHAT": {"invariants_violated": [
+                 {"invariant": "group_structure", "stage": "capability-model"}]}}}
+    matrix = compliance_matrix(state)
+    assert matrix.loc["group_structure"].tolist() == ["✓ honored", "✗ violated"]
+    assert matrix.loc["session_medium"].tolist() == ["↻ overridden", "· not mentioned"]
+
+    summary = Path(tmp_path / "sessions" / finished / "summary.json")
+    assert json.loads(summary.read_text())["divergence"] == {}
