@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from haytham.config import Settings
 from haytham.errors import HaythamError
-from haytham.models.local import library_path, llama_server_binary, local_model_path
+from haytham.models.llama_server import library_path, llama_server_binary, local_model_path
 from haytham.models.providers import check_provider
 
 

@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,6 +113,20 @@ def _append_all(fd: int, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, size)
         raise
+
+
+def _try_lock(fd: int, tries: int = 5, pause: float = 0.01) -> bool:
+    """Take the exclusive lock without waiting for a real holder. ``is_busy`` peeks with a
+    shared lock held for microseconds; a few short retries keep a reader's peek from
+    refusing a writer."""
+    for attempt in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if attempt + 1 < tries:
+                time.sleep(pause)
+    return False
 
 
 class SessionFiles:
@@ -235,9 +250,7 @@ class SessionFiles:
         except OSError as exc:
             raise storage_error(path, exc) from None
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if not _try_lock(fd):
                 holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
                 raise SessionLocked(
                     f"Session {self.session_id} is busy in another process (pid {holder}); "

@@ -19,9 +19,10 @@ from strands import Agent
 from strands.types.exceptions import ContextWindowOverflowException
 
 from haytham.errors import ConfigError, ProviderError
-from haytham.models import local
+from haytham.models import llama_server, local
 from haytham.models.accounting import AccountedModel, ModelCall
-from haytham.models.local import LocalModel, LocalServer
+from haytham.models.llama_server import LocalServer
+from haytham.models.local import LocalModel
 from haytham.models.schema_adapter import (
     STRUCTURED_OUTPUT_MARKER,
     plain_messages,
@@ -258,8 +259,8 @@ def test_server_that_fails_to_start_reports_log_tail(
     )
     fake_binary.chmod(0o755)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(local, "llama_server_binary", lambda: fake_binary)
-    monkeypatch.setattr(local, "local_model_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(llama_server, "llama_server_binary", lambda: fake_binary)
+    monkeypatch.setattr(llama_server, "local_model_path", lambda: tmp_path / "model.gguf")
     server = LocalServer(context_size=2048, startup_timeout=10)
     with pytest.raises(ConfigError) as info:
         server.url()

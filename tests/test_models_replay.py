@@ -21,7 +21,8 @@ from haytham.config import Settings
 from haytham.errors import CassetteMiss, ConfigError
 from haytham.models.accounting import AccountedModel, ModelCall
 from haytham.models.factory import ModelRuntime, build_model
-from haytham.models.replay import RecordingModel, request_hash, response_events
+from haytham.models.recording import RecordingModel
+from haytham.models.replay import request_hash, response_events
 
 
 class Verdict(BaseModel):

@@ -23,9 +23,11 @@ from strands.models import Model
 from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
 from haytham.models.accounting import AccountedModel, CallSink, estimate_tokens
-from haytham.models.local import LocalModel, LocalServer
+from haytham.models.llama_server import LocalServer
+from haytham.models.local import LocalModel
 from haytham.models.providers import check_provider
-from haytham.models.replay import Cassette, RecordingModel, ReplayModel
+from haytham.models.recording import RecordingModel
+from haytham.models.replay import Cassette, ReplayModel
 
 __all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
 

@@ -75,7 +75,7 @@ def _status(
     settings: Settings, name: str, env: Mapping[str, str], thorough: bool
 ) -> ProviderStatus:
     if name == "local":
-        from haytham.models.local import local_extra_problem  # local -> accounting -> here
+        from haytham.models.llama_server import local_extra_problem
 
         problem = local_extra_problem()
         if problem:

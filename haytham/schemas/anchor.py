@@ -68,6 +68,11 @@ class Invariant(TolerantModel):
     def _none_is_empty(cls, v: object) -> object:
         return [] if v is None else v
 
+    @field_validator("clarification_options")
+    @classmethod
+    def _no_blank_options(cls, v: list[str]) -> list[str]:
+        return [o.strip() for o in v if o.strip()]
+
     @model_validator(mode="after")
     def _ambiguity_needs_options(self) -> Invariant:
         if self.confidence < AMBIGUITY_THRESHOLD:
@@ -218,7 +223,7 @@ class ConceptAnchor(TolerantModel):
 def _pick_option(inv: Invariant, choice: str) -> str:
     options = inv.clarification_options
     text = choice.strip()
-    if text.isdigit() and 1 <= int(text) <= len(options):
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= len(options):
         return options[int(text) - 1]
     for opt in options:
         if opt.strip().lower() == text.lower():

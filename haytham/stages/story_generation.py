@@ -48,17 +48,18 @@ def dependency_order(stories: list[Story]) -> tuple[list[str], list[list[str]]]:
                     ready.append(other)
                     ready.sort()
     stuck = [i for i in ids if i not in order]
-    return order + stuck, _cycles(stuck, deps)
+    return order + stuck, _cycles(stuck, remaining)
 
 
-def _cycles(stuck: list[str], deps: dict[str, set[str]]) -> list[list[str]]:
+def _cycles(stuck: list[str], pending: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles among the stories that could not be ordered (following only unmet deps)."""
     cycles: list[list[str]] = []
     seen: set[str] = set()
     for start in stuck:
         path, node = [], start
-        while node not in path and node in deps and deps[node]:
+        while node not in path and pending.get(node):
             path.append(node)
-            node = sorted(deps[node])[0]
+            node = sorted(pending[node])[0]
         if node in path:
             cycle = path[path.index(node):]
             if not seen & set(cycle):
