@@ -22,6 +22,7 @@ chat template accepts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,7 +104,9 @@ def _walk(
     elif kind == "string":
         if node.get("format") not in _STRING_FORMATS:
             out.pop("format", None)
-        if "pattern" not in node and "format" not in out:
+        if "pattern" in node:
+            out["pattern"] = grammar_pattern(node["pattern"])
+        elif "format" not in out:
             low = int(node.get("minLength", 0))
             out["maxLength"] = max(low, min(int(node.get("maxLength", max_string)), max_string))
     elif kind in ("number", "integer"):
@@ -111,6 +114,13 @@ def _walk(
         if choices is not None:
             return {"enum": choices}
     return out
+
+
+def grammar_pattern(pattern: str) -> str:
+    """A regex llama.cpp's grammar compiler follows: it ignores ``\\d`` (the model then writes
+    anything), so classes are spelled out, and open repeats are bounded so ids stay short."""
+    spelled = pattern.replace("\\d", "[0-9]").replace("\\w", "[A-Za-z0-9_]")
+    return re.sub(r"\]\+", "]{1,6}", spelled)
 
 
 def _bounds(node: Mapping[str, Any]) -> tuple[float | None, float | None, bool, bool]:
