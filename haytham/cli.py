@@ -14,6 +14,7 @@ from typing import Any
 
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
+from haytham.evals.cli import add_parser as add_eval_parser
 from haytham.idea import read_idea_file
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", "run the deterministic drift validators over a saved session")
     p.add_argument("target", help="session id or path to a session folder")
     p.add_argument("--json", action="store_true")
+    add_eval_parser(sub)
     add("stages", "list the ten stages in order")
     add("providers", "which model providers are usable here, and why not")
     add("doctor", "check the installation")
@@ -131,6 +133,9 @@ def _caveat(settings: Settings) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table reads best
+    if args.command == "eval":
+        from haytham.evals.cli import main as eval_main
+        return eval_main(args)
     if args.command == "stages":
         from haytham.stages import STAGES
         for s in STAGES:

@@ -178,3 +178,18 @@ def test_stories_still_over_fail_validation_and_block_gate_4(tmp_path, capsys):
     events = (tmp_path / "sessions" / sid / "events.jsonl").read_text().splitlines()
     failed = [json.loads(e) for e in events if '"stage_check_failed"' in e]
     assert [f["data"]["attempt"] for f in failed] == [1, 2]
+
+
+def test_post_validators_record_findings_and_the_divergence_curve(tmp_path, monkeypatch):
+    monkeypatch.setenv("HAYTHAM_EMBEDDINGS", "on")
+    with make_service(replay_settings(tmp_path)) as svc:
+        sid = svc.create_session(POWER8_IDEA)
+        assert svc.run(sid, auto_approve=True).status == "done"
+    root = tmp_path / "sessions" / sid
+    summary = json.loads((root / "summary.json").read_text())
+    curve = summary["divergence"]
+    assert set(curve) >= {s.slug for s in STAGES[4:]}
+    assert curve["story-generation"]["anchor"] >= 0.6  # ADR-022 7e target, faithful run
+    for spec in STAGES:
+        record = json.loads((root / "stages" / spec.dir_name / "output.json").read_text())
+        assert isinstance(record["validations"], list)

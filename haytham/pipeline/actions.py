@@ -26,6 +26,7 @@ INITIAL_STATE: dict[str, Any] = {
     "verifications": {}, "reviews": {}, "review_log": [], "divergence": {}, "rework": {},
 }
 STAGE_WRITES = ["outputs", "stage_meta", "validations", "constraints", "reviews", "review_log",
+                "divergence",
                 "route", "status"]
 
 
@@ -62,6 +63,8 @@ def run_stage(state: State, spec: StageSpec, runner: StageRunner) -> State:
     return state.update(
         outputs=outputs, stage_meta=meta,
         validations={**current["validations"], spec.slug: result.findings},
+        divergence={**current["divergence"], spec.slug: result.divergence}
+        if result.divergence else current["divergence"],
         constraints=constraints_of(updated), reviews=reviews, review_log=log, route=None,
         status="running")
 

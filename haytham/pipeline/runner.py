@@ -42,7 +42,8 @@ REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
 MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
 MAX_ANCHOR_TIGHTENING = 2
 
-PostValidator = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
+# (stage slug, state with the new output) -> (findings, {"idea": sim, "anchor": sim})
+PostValidator = Callable[[str, Mapping[str, Any]], tuple[list[dict[str, Any]], dict[str, float]]]
 
 
 def load_prompt(name: str) -> str:
@@ -75,6 +76,7 @@ def render_review(review: Mapping[str, Any]) -> str:
 class StageResult:
     output: dict[str, Any]
     problems: list[str] = field(default_factory=list)
+    divergence: dict[str, float] = field(default_factory=dict)  # similarity to idea / anchor
     attempts: int = 1
     findings: list[dict[str, Any]] = field(default_factory=list)
     # receiving-stage validation: producers' outputs it revised, and the boundary's counters
@@ -178,7 +180,7 @@ class StageRunner:
             self._failed(spec.slug, exc.to_dict())
             raise
         dumped = output.model_dump(mode="json")
-        findings = self._post_validate(spec.slug, state, dumped)
+        findings, divergence = self._post_validate(spec.slug, state, dumped)
         flags = received.quality_flags if received is not None else None
         self.files.append_event(
             "stage_completed", spec.slug, attempts=attempt,
@@ -186,18 +188,21 @@ class StageRunner:
             status="needs_attention" if problems else "completed", problems=problems,
             **({"quality_flags": flags} if flags is not None else {}))
         return StageResult(output=dumped, problems=problems, attempts=attempt, findings=findings,
+                           divergence=divergence,
                            inputs=received.changed if received is not None else {},
                            quality_flags=flags)
 
     def _post_validate(self, slug: str, state: Mapping[str, Any],
-                       dumped: dict[str, Any]) -> list[dict[str, Any]]:
+                       dumped: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]]:
         if self.post_validator is None:
-            return []
+            return [], {}
         outputs = {**(state.get("outputs") or {}), slug: dumped}
-        findings = self.post_validator(slug, {**state, "outputs": outputs})
+        tool_calls = [e for e in self.files.events() if e.get("type") == "tool_call"]
+        findings, divergence = self.post_validator(
+            slug, {**state, "outputs": outputs, "tool_calls": tool_calls})
         for f in findings:
             self.files.append_event("validation", slug, **f)
-        return findings
+        return findings, divergence
 
     def _failed(self, stage: str, error: dict[str, Any]) -> None:
         self.files.append_event("stage_failed", stage, error=error)

@@ -18,13 +18,73 @@ from __future__ import annotations
 
 import re
 
-from haytham.stages.story_generation import APPETITE_BOUNDS, dependency_order
+from haytham.stages.story_generation import APPETITE_BOUNDS
 from haytham.validate.common import Context, finding
 from haytham.validate.model import APPETITE, Finding
 
 NAME = APPETITE
 _CAP = re.compile(r"^CAP-(?:F|NF)-\d{3}$")
 _DEC = re.compile(r"^DEC-[A-Z]+-\d{3}$")
+
+
+def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Every dependency cycle (strongly connected component with an edge back), smallest id first.
+
+    Tarjan's algorithm, iterative; ``haytham.stages.story_generation.dependency_order`` follows
+    only the first dependency of each stuck story and can miss a cycle.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    comps: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, [])))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                if len(comp) > 1 or node in graph.get(node, []):
+                    comps.append(_cycle_path(sorted(comp), graph))
+    return sorted(comps)
+
+
+def _cycle_path(members: list[str], graph: dict[str, list[str]]) -> list[str]:
+    """A readable cycle through a component, starting at its smallest id."""
+    inside = set(members)
+    path = [members[0]]
+    while True:
+        nxt = next((d for d in sorted(graph[path[-1]]) if d in inside), None)
+        if nxt is None or nxt == path[0] or nxt in path:
+            return path
+        path.append(nxt)
 
 
 def _appetite(ctx: Context) -> str | None:
@@ -79,8 +139,7 @@ def _stories(ctx: Context) -> list[Finding]:
         if unknown:
             found.append(finding(NAME, slug, f"{s.id} depends on unknown stories "
                                  f"{', '.join(unknown)}", evidence=f"{s.id} {s.title!r}"))
-    _, cycles = dependency_order(sg.stories)
-    for cycle in cycles:
+    for cycle in find_cycles({s.id: [d for d in s.depends_on if d in ids] for s in sg.stories}):
         found.append(finding(NAME, slug, "dependency cycle: " + " -> ".join(cycle + cycle[:1]),
                              evidence=", ".join(cycle)))
     return found

@@ -133,11 +133,16 @@ def _unsourced(ctx: Context) -> list[Finding]:
                         "result supports; treat it as unsourced",
                         evidence=f"{short(claim.statement, 140)!r} (evidence: "
                                  f"{short(claim.evidence or 'none', 80)})"))
-            elif claim.source == "unsourced" and extract(claim.statement):
+            elif claim.source == "unsourced" and is_statistic(claim.statement):
                 found.append(finding(
                     NAME, slug, f"{slug} states an unsourced statistic",
                     evidence=short(claim.statement, 160)))
     return found
+
+
+def is_statistic(statement: str) -> bool:
+    """Money, a percentage or a count of at least 100 ("8 people" is structure, not data)."""
+    return any(q.kind != "count" or q.value >= 100 for q in extract(statement))
 
 
 def founder_support(statement: str, idea: str) -> tuple[float, list[str], list[float]]:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
-from haytham.validate.text import normalize, snake
+from haytham.validate.text import affirmed_matches, normalize, snake
 
 if TYPE_CHECKING:
     from haytham.validate.embeddings import Embedder
 
-STAGE_NUMBER: dict[str, int] = {s.slug: s.number for s in STAGES}
+STAGE_NUMBER: Mapping[str, int] = MappingProxyType({s.slug: s.number for s in STAGES})
 WHAT_HOW_STORIES: tuple[str, ...] = tuple(s.slug for s in STAGES if s.number >= 5)
 DESCRIPTIVE: tuple[str, ...] = ("mvp-scope", "capability-model", "story-generation")
 """Stages that describe the whole product at their level; each must evidence every invariant."""
@@ -70,16 +71,19 @@ CLOSED_ACCESS = re.compile(
     r"only (?:his|her|their|our|existing|current|registered|approved)|allow ?list|whitelist|"
     r"approved|vetted|employees only|staff only|pre-?registered)\b"
 )
-OPEN_ACCESS = re.compile(r"\b(?:open to (?:anyone|everyone|the public)|public|anyone|open registration)\b")
+OPEN_ACCESS = re.compile(
+    r"\b(?:open to (?:anyone|everyone|the public)|public|anyone|open registration)\b")
 SYNC_VALUE = re.compile(
     r"\b(?:synchronous|realtime|live|simultaneous(?:ly)?|at the same time|together at once)\b"
 )
 ASYNC_VALUE = re.compile(r"\b(?:asynchronous|async|at their own pace|offline|batch)\b")
+_REQUEST_RESPONSE = re.compile(
+    r"\b(?:request|response|http|rest|rpc|api calls?|command|batch|job|cli|webhook)s?\b")
 AV_VALUE = re.compile(r"\b(?:video|audio|voice|call|calls|webrtc|zoom)\b")
 
 
 def resolved(inv: Invariant) -> bool:
-    """Unresolved ambiguous invariants (confidence < 0.7, not clarified) do not drive constraints."""
+    """Unresolved ambiguous invariants (confidence < 0.7, unclarified) drive no constraints."""
     return not inv.is_ambiguous or inv.user_clarified or inv.auto_resolved
 
 
@@ -110,10 +114,24 @@ def interaction_sync(inv: Invariant) -> bool | None:
     value = normalize(inv.value)
     if re.search(r"\bno realtime\b|\brealtime (?:is )?not\b", value):
         return False
-    sync, asyn = bool(SYNC_VALUE.search(value)), bool(ASYNC_VALUE.search(value))
-    if sync and not re.search(r"\bnot (?:synchronous|live|realtime)\b", value):
-        return True
-    return False if asyn else None
+    if _REQUEST_RESPONSE.search(value) and not re.search(r"\b(?:realtime|live)\b", value):
+        return None  # "synchronous request/response" is about an API call, not live users
+    sync = bool(affirmed_matches(value, SYNC_VALUE))
+    asyn = bool(affirmed_matches(value, ASYNC_VALUE))
+    if sync != asyn:
+        return sync
+    return None
+
+
+def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:
+    """(key terms the value affirms, key terms it rules out): "pickup only, no delivery" →
+    (["pickup"], ["delivery"])."""
+    from haytham.validate.lexicon import key_terms
+    from haytham.validate.text import affirmed_terms
+
+    affirmed = affirmed_terms(inv.value)
+    keys = key_terms(inv.value)
+    return [t for t in keys if t in affirmed], [t for t in keys if t not in affirmed]
 
 
 def anchor_invariants(anchor: ConceptAnchor | None) -> list[Invariant]:
@@ -127,6 +145,11 @@ def compliance_names(items: list[str]) -> set[str]:
         head = re.split(r"[:=(\u2014\u2013]| - ", item, maxsplit=1)[0]
         out.add(snake(head))
     return out
+
+
+def overridden_names(out: StageOutput) -> set[str]:
+    """Normalised names of the invariants a stage overrides."""
+    return compliance_names([o.invariant for o in out.anchor_compliance.invariants_overridden])
 
 
 def mentions_invariant(names: set[str], prop: str) -> bool:

@@ -18,6 +18,8 @@ false alarm. Findings are warnings for the phase verifier to arbitrate, never pr
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from haytham.validate.common import Context, finding
@@ -33,6 +35,9 @@ PAIRS: tuple[tuple[str, str], ...] = (
     ("capability-model", "story-generation"),
 )
 MAX_PER_PAIR = 3
+_RULE = re.compile(r"\b(?:cannot|can't|can not|must not|reject|rejects|rejected|only if|unless|"
+                   r"fails?|invalid|without a valid)\b", re.IGNORECASE)
+"""Validation rules ("cannot be saved without a topic") are negated by design, not opposed."""
 
 
 def needed(ctx: Context) -> set[str]:
@@ -45,12 +50,13 @@ def needed(ctx: Context) -> set[str]:
 
 
 def _opposed_term(a: str, b: str) -> str | None:
-    shared = (term_set(a) & term_set(b)) - GENERIC
+    """A key term both sentences use, explicitly negated in exactly one of them."""
+    shared = {t for t in (term_set(a) & term_set(b)) - GENERIC if not t[0].isdigit()}
     if not shared:
         return None
-    aa, ab = affirmed_terms(a), affirmed_terms(b)
+    aa, ab = affirmed_terms(a, strong=True), affirmed_terms(b, strong=True)
     for t in sorted(shared):
-        if (t in aa) != (t in ab):
+        if (t in aa) != (t in ab) and not (_RULE.search(a) or _RULE.search(b)):
             return t
     return None
 

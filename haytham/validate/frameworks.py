@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from haytham.validate.common import Context, finding
 from haytham.validate.model import FRAMEWORK_COHERENCE, Finding
-from haytham.validate.text import clauses, negated_at, normalize, sentences, short
+from haytham.validate.text import negated_at, normalize, sentences, short
 
 
 @dataclass(frozen=True)
@@ -37,37 +37,39 @@ class Framework:
 
 
 def _fw(name: str, kind: str, pattern: str, prose: str | None = None, on: str = "") -> Framework:
-    return Framework(name, kind, pattern, prose, frozenset(on.split()))
+    names = frozenset(n.strip() for n in on.split(",") if n.strip())
+    return Framework(name, kind, pattern, prose, names)
 
 
 FRAMEWORKS: tuple[Framework, ...] = (
     # frontend
     _fw("React", "frontend", r"react(?:\.?js)?(?! native)"),
     _fw("Next.js", "frontend", r"next\.?js|nextjs", on="React"),
-    _fw("Remix", "frontend", r"remix(?:\.run)?", r"remix(?: run| framework|\.run)", "React Vite"),
+    _fw("Remix", "frontend", r"remix(?:\.run)?", r"remix(?: run| framework|\.run)",
+        "React, Vite"),
     _fw("Gatsby", "frontend", r"gatsby(?:\.?js)?", on="React"),
-    _fw("Preact", "frontend", r"preact", on="React Vite"),
+    _fw("Preact", "frontend", r"preact", on="React, Vite"),
     _fw("Vue", "frontend", r"vue(?:\.?js)?(?: ?[23])?"),
-    _fw("Nuxt", "frontend", r"nuxt(?:\.?js)?", on="Vue Vite"),
+    _fw("Nuxt", "frontend", r"nuxt(?:\.?js)?", on="Vue, Vite"),
     _fw("Svelte", "frontend", r"svelte(?!kit)"),
-    _fw("SvelteKit", "frontend", r"sveltekit|svelte kit", on="Svelte Vite"),
+    _fw("SvelteKit", "frontend", r"sveltekit|svelte kit", on="Svelte, Vite"),
     _fw("Angular", "frontend", r"angular(?:js)?"),
     _fw("SolidJS", "frontend", r"solid(?:\.?js|start)", on="Vite"),
     _fw("Astro", "frontend", r"astro(?:\.build)?",
-        on="React Vue Svelte Preact SolidJS Vite Lit"),
+        on="React, Vue, Svelte, Preact, SolidJS, Vite, Lit"),
     _fw("Ember", "frontend", r"ember(?:\.?js)?"),
     _fw("Qwik", "frontend", r"qwik(?:city)?"),
     _fw("Lit", "frontend", r"lit(?:\.dev|element| element)", on="Vite"),
     _fw("Alpine.js", "frontend", r"alpine\.?js"),
     _fw("htmx", "frontend", r"htmx"),
-    _fw("Vite", "frontend", r"vite(?:\.?js)?", on="React Vue Svelte Preact SolidJS Lit"),
+    _fw("Vite", "frontend", r"vite(?:\.?js)?", on="React, Vue, Svelte, Preact, SolidJS, Lit"),
     # backend
     _fw("Express", "backend", r"express(?:\.?js)?", r"express\.?js|express (?:server|app|api|"
         r"backend|framework|middleware|router|routes?)"),
     _fw("Fastify", "backend", r"fastify"),
     _fw("Koa", "backend", r"koa(?:\.?js)?"),
     _fw("Hono", "backend", r"hono"),
-    _fw("NestJS", "backend", r"nest\.?js", on="Express Fastify"),
+    _fw("NestJS", "backend", r"nest\.?js", on="Express, Fastify"),
     _fw("AdonisJS", "backend", r"adonis(?:\.?js)?"),
     _fw("Django", "backend", r"django(?: rest framework)?"),
     _fw("Flask", "backend", r"flask"),
@@ -90,7 +92,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     _fw("Flutter", "mobile", r"flutter"),
     _fw("SwiftUI", "mobile", r"swiftui"),
     _fw("Jetpack Compose", "mobile", r"jetpack compose"),
-    _fw("Ionic", "mobile", r"ionic", on="React Vue Angular"),
+    _fw("Ionic", "mobile", r"ionic", on="React, Vue, Angular"),
     _fw(".NET MAUI", "mobile", r"\.?net maui|maui", r"\.?net maui"),
     _fw("Xamarin", "mobile", r"xamarin"),
     # cli
@@ -107,6 +109,7 @@ _PROSE = tuple(
     (f, re.compile(rf"(?<![\w.])(?:{f.pattern if f.prose is None else f.prose})(?![\w])"))
     for f in FRAMEWORKS if f.prose != ""
 )
+_SPLIT = re.compile(r"[;:()]|\b(?:but|however|whereas|while)\b")
 _COMPARE = re.compile(r"\b(?:over|instead of|rather than|vs\.?|versus|compared (?:to|with)|unlike|"
                       r"replacing|replaces|migrat\w* from|alternative to|not)\b")
 
@@ -126,10 +129,11 @@ def _from_list(items: list[str]) -> list[Framework]:
 def _from_prose(text: str) -> list[Framework]:
     out = []
     for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
+        for clause in _SPLIT.split(normalize(sentence)):
             for f, rx in _PROSE:
                 for m in rx.finditer(clause):
-                    if _COMPARE.search(clause[: m.start()]) or negated_at(clause, m.start(), m.end()):
+                    before = clause[: m.start()]
+                    if _COMPARE.search(before) or negated_at(clause, m.start(), m.end()):
                         continue
                     out.append(f)
                     break
@@ -148,7 +152,8 @@ def _conflicts(uses: dict[str, list[str]]) -> list[tuple[str, str]]:
 
 
 def _describe(uses: dict[str, list[str]]) -> str:
-    return "; ".join(f"{name}: {', '.join(sorted(set(srcs)))}" for name, srcs in sorted(uses.items()))
+    return "; ".join(f"{name}: {', '.join(sorted(set(srcs)))}"
+                     for name, srcs in sorted(uses.items()))
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -117,4 +118,5 @@ def load_snapshot(path: Path) -> Snapshot:
 
     events = root / "events.jsonl"
     tool_calls = _tool_calls(events) if events.is_file() else []
-    return Snapshot(idea=idea, anchor=anchor, outputs=outputs, tool_calls=tuple(tool_calls))
+    return Snapshot(idea=idea, anchor=anchor, outputs=MappingProxyType(outputs),
+                    tool_calls=tuple(MappingProxyType(c) for c in tool_calls))

@@ -32,10 +32,12 @@ _PERCENT = re.compile(_NUM + r"\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
 _COUNT = re.compile(_NUM + _SCALE_RE + r"\+?\s+(?P<noun>[a-z][a-z\-]{2,})", re.IGNORECASE)
 _PERIODS = {"mo": "month", "yr": "year", "annum": "year"}
 
-MARKET_WORDS = frozenset(stem(w) for w in
-                         ["market", "tam", "sam", "som", "industry", "sector", "spend", "spending", "worth", "valued"])
-PRICE_WORDS = frozenset(stem(w) for w in
-                        ["price", "pricing", "cost", "fee", "fees", "subscription", "plan", "charge", "charges"])
+MARKET_WORDS = frozenset(
+    stem(w) for w in ("market", "tam", "sam", "som", "industry", "sector", "spend", "spending",
+                      "worth", "valued"))
+PRICE_WORDS = frozenset(
+    stem(w) for w in ("price", "pricing", "cost", "fee", "fees", "subscription", "plan", "charge",
+                      "charges"))
 _QUALIFIER_GROUPS = (
     frozenset({"tam", "sam", "som", "total", "serviceable", "obtainable", "addressable"}),
     frozenset({"global", "worldwide", "us", "usa", "uk", "eu", "europe", "european", "german",

@@ -24,7 +24,7 @@ from haytham.validate import (
     semantic,
     trait_propagation,
 )
-from haytham.validate.common import STAGE_NUMBER, Context, finding
+from haytham.validate.common import DESCRIPTIVE, STAGE_NUMBER, Context, finding
 from haytham.validate.embeddings import Embedder
 from haytham.validate.model import (
     EMBEDDING_CONTRADICTION,
@@ -59,7 +59,10 @@ def _guarded(name: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
 
 
 def _embedding_stages(ctx: Context) -> set[str]:
-    return {s for s in ctx.snap.outputs if ctx.wants(s)} | contradiction.needed(ctx)
+    slugs = {s for s in ctx.snap.outputs if ctx.wants(s)} | contradiction.needed(ctx)
+    if slugs & set(DESCRIPTIVE) and "idea-analysis" in ctx.snap.outputs:
+        slugs.add("idea-analysis")  # the reference for "possibly dropped"
+    return slugs
 
 
 def run_validators(

@@ -19,19 +19,39 @@ from haytham.schemas.anchor import ConceptAnchor, IdentityFeature, Invariant
 from haytham.schemas.envelope import StageOutput
 from haytham.validate.common import COMPUTED_KEYS, STAGE_NUMBER, Context, feature_parts
 from haytham.validate.embeddings import DIMENSION
-from haytham.validate.text import Segment, markdown_segments, normalize, sentences, strings_of
+from haytham.validate.text import (
+    Segment,
+    clauses,
+    is_negated_sentence,
+    markdown_segments,
+    normalize,
+    sentences,
+    strings_of,
+)
 
 _IDS = ("id", "serves", "serves_scope", "implements", "depends_on", "capabilities", "requires",
         "technologies", "recommendation", "value", "pain", "status", "jtbd_match", "layer",
         "origin", "severity", "support", "likelihood", "impact", "switching_cost", "category",
         "component", "passed", "score")
 _EXCLUDED_KEYS = ("out_of_scope", "alternatives", "pivot_options")
+PAYLOAD_FROM = 5
+"""From mvp-scope on, a stage's payload is embedded (earlier stages only feed the curve)."""
 
 
 def stage_segments(slug: str, out: StageOutput) -> list[Segment]:
-    """TL;DR, content and payload sentences of a stage (payload OUT items marked excluded)."""
+    """The sentences that represent a stage (OUT items and alternatives marked excluded).
+
+    idea-analysis: TL;DR and content (the reference for "possibly dropped"); market-context to
+    validation-summary: TL;DR only (they only feed the divergence curve); mvp-scope onwards:
+    TL;DR and payload strings — the content restates the payload, and embedding both doubled the
+    cost without changing any calibration result.
+    """
     segs: list[Segment] = [Segment(s) for s in sentences(out.tldr)]
-    segs += markdown_segments(out.content)
+    number = STAGE_NUMBER.get(slug, 99)
+    if number == 1:
+        segs += markdown_segments(out.content)
+    if number < PAYLOAD_FROM:
+        return _dedupe(segs)
     payload = out.payload.model_dump(mode="json")
     for key, value in payload.items():
         if key in COMPUTED_KEYS:
@@ -43,6 +63,10 @@ def stage_segments(slug: str, out: StageOutput) -> list[Segment]:
             for inner in _EXCLUDED_KEYS:
                 for text in _nested(value, inner):
                     segs += [Segment(s, True) for s in sentences(text)]
+    return _dedupe(segs)
+
+
+def _dedupe(segs: list[Segment]) -> list[Segment]:
     seen: dict[str, Segment] = {}
     for s in segs:
         key = normalize(s.text)
@@ -64,6 +88,11 @@ def _nested(value: object, key: str) -> list[str]:
 
 def invariant_text(inv: Invariant) -> str:
     return f"{inv.property.replace('_', ' ')}: {inv.value}"
+
+
+def exclusion_texts(inv: Invariant) -> list[str]:
+    """Clauses of an invariant's value that rule something out ("no delivery")."""
+    return [c for c in clauses(normalize(inv.value)) if is_negated_sentence(c)]
 
 
 def identity_text(feature: IdentityFeature) -> str:
@@ -110,7 +139,9 @@ class SessionVectors:
 
     idea: np.ndarray
     anchor: np.ndarray | None
+    reference: np.ndarray  # idea sentences + idea-analysis segments: how the idea says things
     invariants: dict[str, np.ndarray] = field(default_factory=dict)
+    exclusions: dict[str, np.ndarray] = field(default_factory=dict)  # what each invariant rules out
     identity: list[np.ndarray] = field(default_factory=list)
     non_goals: np.ndarray | None = None
     stages: dict[str, StageVectors] = field(default_factory=dict)
@@ -132,6 +163,8 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
     anchor_slice = take(anchor_lines(anchor)) if anchor is not None else None
     inv_slices = ({i.property: take([invariant_text(i)]) for i in anchor.invariants}
                   if anchor is not None else {})
+    excl = {i.property: exclusion_texts(i) for i in anchor.invariants} if anchor is not None else {}
+    excl_slices = {k: take(v) for k, v in excl.items() if v}
     id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []
     goals_slice = take(list(anchor.intent.non_goals)) if anchor is not None else None
     stage_segs: dict[str, tuple[list[Segment], slice]] = {}
@@ -142,10 +175,17 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
         segs = stage_segments(slug, out)
         stage_segs[slug] = (segs, take([s.text for s in segs]))
     matrix = ctx.embedder.encode(texts)
+    reference = matrix[idea_slice]
+    if "idea-analysis" in stage_segs:
+        segs, s = stage_segs["idea-analysis"]
+        kept = [i for i, seg in zip(range(s.start, s.stop), segs, strict=True) if not seg.excluded]
+        reference = np.vstack([reference, matrix[kept]]) if kept else reference
     return SessionVectors(
         idea=_mean(matrix[idea_slice]),
+        reference=reference,
         anchor=_mean(matrix[anchor_slice]) if anchor_slice is not None else None,
         invariants={k: matrix[s][0] for k, s in inv_slices.items()},
+        exclusions={k: matrix[s] for k, s in excl_slices.items()},
         identity=[matrix[s][0] for s in id_slices],
         non_goals=matrix[goals_slice] if goals_slice is not None else None,
         stages={slug: StageVectors(segs, matrix[s]) for slug, (segs, s) in stage_segs.items()},

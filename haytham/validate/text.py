@@ -23,11 +23,12 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for p, r in (
         (r"\breal[\s\-_]?time\b", "realtime"),
         (r"\bsign[\s\-_]?ups?\b", "signup"),
-        (r"\bself[\s\-_]?(?:serve\s+)?(?:registration|sign[\s\-]?up|signup)\b", "selfregistration"),
+        (r"\bself[\s\-_]?(?:serv(?:e|ice)\s+)?(?:registration|sign[\s\-]?up|signup)\b",
+         "selfregistration"),
         (r"\binvite[\s\-_]?only\b", "inviteonly"),
         (r"\bweb[\s\-_]?sockets?\b", "websocket"),
         (r"\be[\s\-]mail\b", "email"),
-        (r"\bnon[\s\-]", "non "),
+        (r"\bnon[\s\-]", "non"),
         (r"\bcan't\b|\bcannot\b", "can not"),
         (r"\bwon't\b", "will not"),
         (r"n't\b", " not"),
@@ -43,22 +44,42 @@ _NUMBER_WORDS = {
 }
 
 STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "over", "under", "per", "via", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their", "they", "them", "he", "she", "his", "her", "we", "our", "you", "your", "i", "me", "my", "mine", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "do", "does", "did", "done", "has", "have", "had", "having", "not", "no", "nor", "so", "than", "then", "too", "very", "just", "only", "also", "any", "all", "each", "every", "some", "such", "own", "same", "other", "more", "most", "less", "least", "few", "many", "much", "both", "either", "neither", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "about", "above", "below", "between", "through", "during", "before", "after", "up", "down", "out", "off", "again", "further", "once", "here", "s", "t", "etc", "e", "g", "ie", "eg", "vs", "via", "using", "use", "used", "uses", "within", "without", "while", "new", "one", "true", "false", "yes", "none"]
+    (
+        "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for",
+        "with", "from", "into", "onto", "over", "under", "per", "via", "as", "is", "are", "was",
+        "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there",
+        "their", "they", "them", "he", "she", "his", "her", "we", "our", "you", "your", "i", "me",
+        "my", "mine", "can", "could", "should", "would", "will", "shall", "may", "might", "must",
+        "do", "does", "did", "done", "has", "have", "had", "having", "not", "no", "nor", "so",
+        "than", "then", "too", "very", "just", "only", "also", "any", "all", "each", "every",
+        "some", "such", "own", "same", "other", "more", "most", "less", "least", "few", "many",
+        "much", "both", "either", "neither", "what", "which", "who", "whom", "whose", "when",
+        "where", "why", "how", "about", "above", "below", "between", "through", "during", "before",
+        "after", "up", "down", "out", "off", "again", "further", "once", "here", "s", "t", "etc",
+        "e", "g", "ie", "eg", "vs", "via", "using", "use", "used", "uses", "within", "without",
+        "while", "new", "one", "true", "false", "yes", "none", "never",
+    )
 )
 
 _PRE_CUES = re.compile(
-    r"\b(?:not|no|never|without|non|nor|neither|none|nothing|instead of|rather than|avoids?|"
+    r"\b(?:not|no|zero|never|without|nor|neither|none|nothing|instead of|rather than|avoids?|"
     r"avoiding|exclud(?:e|es|ed|ing)|except|drops?|dropped|skips?|skipped|defer(?:s|red)?|"
     r"postpone[sd]?|removes?|removed|disables?|disabled|forgo(?:es)?|lacks?|free of|"
-    r"out of scope|outside (?:the )?scope|no need for|not needed|later version of)\b"
+    r"out of scope|outside (?:the )?scope|no need for|not needed|later version of|"
+    r"turn(?:s|ed|ing)? off|switch(?:es|ed|ing)? off)\b"
 )
 _POST_CUES = re.compile(
     r"\b(?:not|unnecessary|unneeded|deferred|postponed|excluded|dropped|removed|disabled|"
     r"out of scope|post[\s\-]?mvp|not in (?:the )?mvp|not planned|avoided|omitted|ruled out|"
-    r"later|v2|phase 2|never)\b"
+    r"later|v2|phase 2|never|off)\b"
 )
+_STRONG_PRE = re.compile(r"\b(?:not|no|never|without|nor|neither|none|instead of|rather than|"
+                         r"no need for|not needed)\b")
+_STRONG_POST = re.compile(r"\b(?:not|unnecessary|unneeded|not needed|not required|never)\b")
+_COPULA_END = re.compile(r"\b(?:is|are|was|were|be|been|remains?|stays?)\s*$")
 _CLAUSE_SPLIT = re.compile(
     r"[,;:()\[\]\u2014\u2013]|\s-\s|\b(?:but|however|although|though|whereas|while|and|so|"
+    r"beyond|except|other than|apart from|besides|"
     r"because|which|whereby|yet|plus|then)\b"
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
@@ -85,11 +106,15 @@ def stem(word: str) -> str:
     if w.isdigit() or len(w) <= 3:
         return w
     for suffix, repl, min_len in (
-        ("ies", "y", 5), ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5), ("ers", "er", 5),
-        ("es", "e", 5), ("s", "", 4),
+        ("ies", "y", 5), ("sses", "ss", 5), ("ments", "", 8), ("ment", "", 7), ("ing", "", 6),
+        ("ed", "", 5), ("ers", "er", 5), ("es", "e", 5), ("s", "", 4),
     ):
         if w.endswith(suffix) and len(w) >= min_len and not w.endswith("ss"):
-            return w[: len(w) - len(suffix)] + repl
+            base = w[: len(w) - len(suffix)] + repl
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] \
+                    and base[-1] not in "lsz":
+                base = base[:-1]
+            return base
     return w
 
 
@@ -128,7 +153,7 @@ def sentences(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Segment:
-    """A sentence of a stage's text; ``excluded`` when it sits under an "Out of scope"-like heading."""
+    """A sentence of a stage's text; ``excluded`` under an "Out of scope"-like heading."""
 
     text: str
     excluded: bool = False
@@ -201,20 +226,37 @@ def is_negated_sentence(sentence: str) -> bool:
     return bool(_PRE_CUES.search(norm) or _POST_CUES.search(norm))
 
 
-def affirmed_terms(text: str) -> set[str]:
-    """Stemmed terms of ``text`` that occur in at least one non-negated clause."""
+def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
+    """Stemmed terms of ``text`` that occur in at least one non-negated clause.
+
+    ``strong=True`` only counts explicit negations ("not", "no", "without", "instead of",
+    "not needed" …), not softer cues such as "later", "removes" or "except".
+    """
+    pre, post = (_STRONG_PRE, _STRONG_POST) if strong else (_PRE_CUES, _POST_CUES)
     out: set[str] = set()
     for sentence in sentences(text):
         for clause in clauses(normalize(sentence)):
-            if _PRE_CUES.search(clause) or _POST_CUES.search(clause):
-                # keep the words before a pre-cue only
-                cue = _PRE_CUES.search(clause)
+            if pre.search(clause) or post.search(clause):
+                # keep the words before a pre-cue only ("patients do not join live" keeps
+                # "patients"); a copula before the cue ("real-time is not needed") or a post-cue
+                # in the head negates the head too
+                cue = pre.search(clause)
                 head = clause[: cue.start()] if cue else ""
-                if _POST_CUES.search(head):
+                if post.search(head) or _COPULA_END.search(head):
                     head = ""
                 out |= term_set(head)
                 continue
             out |= term_set(clause)
+    return out
+
+
+def affirmed_clauses(text: str) -> list[str]:
+    """Normalized clauses of ``text`` that carry no negation cue at all."""
+    out = []
+    for sentence in sentences(text):
+        for clause in clauses(normalize(sentence)):
+            if not (_PRE_CUES.search(clause) or _POST_CUES.search(clause)):
+                out.append(clause)
     return out
 
 

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from haytham.validate.common import (
     AV_VALUE,
     Context,
     access_closed,
     anchor_invariants,
-    compliance_names,
     finding,
     interaction_sync,
     invariant_kind,
     mentions_invariant,
+    overridden_names,
     resolved,
 )
 from haytham.validate.model import TRAIT_PROPAGATION, Finding
@@ -57,7 +58,7 @@ _TAGS: dict[str, tuple[str, ...]] = {
     "cli": ("cli", "terminal"),
     "desktop": ("desktop",),
 }
-_TAG_OF = {alias: key for key, aliases in _TAGS.items() for alias in aliases}
+_TAG_OF = MappingProxyType({alias: key for key, aliases in _TAGS.items() for alias in aliases})
 _COMM_TAGS = ("email", "push", "sms", "video", "audio", "chat")
 _INTERFACE_TAGS = ("web", "mobile", "cli", "desktop")
 
@@ -72,7 +73,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"anyone can (?:signup|register|join|create an account)|"
         r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register)\b|"
         r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
-        r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?(?:signup|registration))"
+        r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
+        r"(?:signup|registration))"
     ),
     "payments": re.compile(
         r"\b(?:payments?|billing|checkout|stripe|paddle|braintree|invoic(?:e|es|ing)|"
@@ -146,7 +148,7 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
     out = ctx.output("system-traits")
     if out is None or ctx.snap.anchor is None or not ctx.wants("system-traits"):
         return []
-    overridden = compliance_names([o.invariant for o in out.anchor_compliance.invariants_overridden])
+    overridden = overridden_names(out)
     t = out.payload
     found: list[Finding] = []
     for inv in ctx.snap.anchor.invariants:

@@ -1,0 +1,179 @@
+"""Calibrate and time the deterministic validators over the labelled drift cases (ADR-022 7c).
+
+    .venv/bin/python benchmarks/validators.py                 # counts, thresholds, timings
+    .venv/bin/python benchmarks/validators.py --sweep         # + sweep of each embedding threshold
+    .venv/bin/python benchmarks/validators.py --no-embeddings # lexical validators only
+    .venv/bin/python benchmarks/validators.py --cases DIR     # another folder of labelled cases
+
+Prints, per validator, true positives (fired on a case labelled for it), false positives (fired
+on a faithful case), misses (a labelled case no expected validator caught) and "other" (fired on
+a case labelled for another validator); then detection and faithful false-positive rates against
+the targets (>= 90 % detected, <= 10 % of faithful sessions flagged), the thresholds in use, and
+the time to run every validator over each full session once the model is loaded (target < 1 s),
+with the embedder's text cache cleared before each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from haytham.validate import (  # noqa: E402
+    Embedder,
+    ValidationReport,
+    ValidatorSettings,
+    load_snapshot,
+    run_validators,
+)
+from haytham.validate.calibration import Calibration, Case, load_cases, score  # noqa: E402
+from haytham.validate.model import EMBEDDING_CONTRADICTION, EMBEDDING_DIVERGENCE  # noqa: E402
+
+DEFAULT_CASES = ROOT / "tests" / "fixtures" / "drift"
+OFF = {"dropped_threshold": -1.0, "dropped_gap": 2.0, "out_of_scope_threshold": 1.0,
+       "divergence_floor": -1.0, "pair_floor": -1.0, "opposition_topic_min": 1.0}
+SWEEPS: dict[str, tuple[str, list[float]]] = {
+    "dropped_threshold": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45]),
+    "dropped_gap": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.22, 0.25, 0.3, 0.35]),
+    "out_of_scope_threshold": (EMBEDDING_DIVERGENCE, [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]),
+    "divergence_floor": (EMBEDDING_DIVERGENCE, [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]),
+    "pair_floor": (EMBEDDING_CONTRADICTION, [0.2, 0.3, 0.4, 0.5]),
+    "opposition_topic_min": (EMBEDDING_CONTRADICTION, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
+}
+
+
+def _run_all(cases: list[Case], settings: ValidatorSettings, embedder: Embedder | None,
+             ) -> list[tuple[Case, ValidationReport]]:
+    return [(c, run_validators(load_snapshot(c.path), settings=settings, embedder=embedder))
+            for c in cases]
+
+
+def print_calibration(cal: Calibration, out: Callable[[str], None] = print) -> None:
+    out(f"{'validator':26} {'TP':>4} {'FP':>4} {'misses':>7} {'other':>6}")
+    for name, c in cal.per_validator.items():
+        out(f"{name:26} {c.tp:>4} {c.fp:>4} {c.misses:>7} {c.other:>6}")
+    det, fpr = cal.detection_rate, cal.false_positive_rate
+    out(f"\ninjected drifts detected: {cal.detected}/{cal.drift_cases} = {det:.0%} "
+        f"(target >= 90%: {'met' if det >= 0.9 else 'NOT met'})")
+    out(f"faithful sessions flagged: {cal.faithful_flagged}/{cal.faithful_cases} = {fpr:.0%} "
+        f"(target <= 10%: {'met' if fpr <= 0.1 else 'NOT met'})")
+    if cal.missed:
+        out(f"missed: {', '.join(cal.missed)}")
+    if cal.flagged:
+        out(f"faithful but flagged: {', '.join(cal.flagged)}")
+
+
+def sweep(cases: list[Case], embedder: Embedder, base: ValidatorSettings) -> None:
+    """One embedding check at a time (the others switched off): faithful flags vs detections."""
+    print("\nThreshold sweep (one embedding check at a time, lexical validators ignored):")
+    for param, (validator, values) in SWEEPS.items():
+        print(f"  {param} ({validator}); current {getattr(base, param)}")
+        for value in values:
+            settings = base.model_copy(update={**OFF, param: value})
+            results = _run_all(cases, settings, embedder)
+            faithful = [r for c, r in results if c.drift is None]
+            drifted = [(c, r) for c, r in results if c.drift is not None]
+            flagged = sum(any(f.validator == validator for f in r.findings) for r in faithful)
+            caught = sum(any(f.validator == validator for f in r.findings) for _, r in drifted)
+            labelled = [(c, r) for c, r in drifted if validator in c.expected]
+            tp = sum(any(f.validator == validator for f in r.findings) for _, r in labelled)
+            print(f"    {value:>5}: faithful flagged {flagged}/{len(faithful)}, drift cases "
+                  f"flagged {caught}/{len(drifted)} (labelled for it: {tp}/{len(labelled)})")
+
+
+def reference_speed(embedder: Embedder) -> float:
+    """Seconds to embed 100 short sentences (stack-notes: 0.34-0.40 s on an idle 2-core box)."""
+    texts = [f"Reference sentence {i}: a cat sits on the mat next to the door." for i in range(100)]
+    best = float("inf")
+    for _ in range(3):
+        embedder.clear_cache()
+        t = time.perf_counter()
+        embedder.encode(texts)
+        best = min(best, time.perf_counter() - t)
+    embedder.clear_cache()
+    return best
+
+
+def timings(cases: list[Case], embedder: Embedder | None, settings: ValidatorSettings) -> None:
+    full = [c for c in cases if len(load_snapshot(c.path).outputs) == 10]
+    cold, warm, per_stage = [], [], []
+    for c in full:
+        snap = load_snapshot(c.path)
+        if embedder is not None:
+            embedder.clear_cache()
+        t = time.perf_counter()
+        run_validators(snap, settings=settings, embedder=embedder)
+        cold.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        run_validators(snap, settings=settings, embedder=embedder)
+        warm.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        run_validators(snap, stages={"story-generation"}, settings=settings, embedder=embedder)
+        per_stage.append(time.perf_counter() - t)
+    if not full:
+        print("\nno full 10-stage session among the cases; no timings")
+        return
+
+    def line(xs: list[float]) -> str:
+        return (f"median {statistics.median(xs):.3f} s, mean {statistics.mean(xs):.3f} s, "
+                f"max {max(xs):.3f} s")
+
+    print(f"\nTime for all validators over one full session ({len(full)} sessions, model loaded):")
+    if embedder is not None:
+        ref = reference_speed(embedder)
+        print(f"  machine speed: 100 short sentences embed in {ref:.2f} s (idle 2-core box: "
+              f"0.34-0.40 s; a larger number means a loaded machine, scale the times below)")
+    print(f"  cold text cache : {line(cold)}  (target < 1 s: "
+          f"{'met' if statistics.median(cold) < 1 else 'NOT met'} at the median)")
+    print(f"  warm text cache : {line(warm)}")
+    print(f"  post-validator stages={{'story-generation'}}, warm: {line(per_stage)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--no-embeddings", action="store_true")
+    parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads (1 is faster on a busy 2-core machine)")
+    args = parser.parse_args(argv)
+    settings = ValidatorSettings(embeddings=not args.no_embeddings)
+    if args.threads and settings.embeddings:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = load_cases(args.cases, Path(tmp))
+        n_faithful = sum(c.drift is None for c in cases)
+        print(f"{len(cases)} cases ({n_faithful} faithful, {len(cases) - n_faithful} with one "
+              f"injected drift) from {args.cases}")
+        embedder = None
+        if settings.embeddings:
+            t = time.perf_counter()
+            embedder = Embedder()
+            embedder.load()
+            embedder.encode(["warm-up sentence"])
+            print(f"embedding model loaded in {time.perf_counter() - t:.1f} s (import included)")
+        t = time.perf_counter()
+        results = _run_all(cases, settings, embedder)
+        print(f"validated all cases in {time.perf_counter() - t:.1f} s\n")
+        print_calibration(score(results))
+        print("\nThresholds in use:")
+        for name, value in settings.model_dump().items():
+            if name not in ("blocking", "embeddings"):
+                print(f"  {name} = {value}")
+        if args.sweep and embedder is not None:
+            sweep(cases, embedder, settings)
+        timings(cases, embedder, settings)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

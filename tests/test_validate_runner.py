@@ -1,0 +1,91 @@
+"""run_validators, settings, severity, stage filter, concurrency and the calibration targets
+(lexical validators; the embedding validators are covered in test_validate_embeddings.py)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from haytham.errors import ConfigError, InputError
+from haytham.stages import STAGES
+from haytham.validate import (
+    VALIDATOR_NAMES,
+    Snapshot,
+    ValidatorSettings,
+    load_snapshot,
+    run_validators,
+)
+from haytham.validate.calibration import load_case, load_cases, score
+
+DRIFT = Path(__file__).parent / "fixtures" / "drift"
+LEX = ValidatorSettings(embeddings=False)
+
+
+def snap(name: str, tmp_path: Path) -> Snapshot:
+    return load_snapshot(load_case(DRIFT / name, tmp_path).path)
+
+
+def test_settings_from_env() -> None:
+    s = ValidatorSettings.from_env({"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagation, appetite",
+                                    "HAYTHAM_EMBEDDINGS": "off"})
+    assert s.blocking == frozenset({"trait_propagation", "appetite"}) and not s.embeddings
+    assert ValidatorSettings.from_env({}).embeddings
+    with pytest.raises(ConfigError, match="unknown validator"):
+        ValidatorSettings.from_env({"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagaton"})
+    with pytest.raises(ConfigError, match="HAYTHAM_EMBEDDINGS"):
+        ValidatorSettings.from_env({"HAYTHAM_EMBEDDINGS": "maybe"})
+
+
+def test_warning_by_default_blocking_when_configured(tmp_path: Path) -> None:
+    s = snap("power_of_8__open_registration", tmp_path)
+    report = run_validators(s, settings=LEX)
+    assert report.findings and {f.severity for f in report.findings} == {"warning"}
+    strict = LEX.model_copy(update={"blocking": frozenset({"trait_propagation"})})
+    report = run_validators(s, settings=strict)
+    assert {f.severity for f in report.by_validator("trait_propagation")} == {"blocking"}
+    assert report.blocking() == report.by_validator("trait_propagation")
+
+
+def test_stage_filter_keeps_only_that_subject(tmp_path: Path) -> None:
+    s = snap("power_of_8__realtime_false_vs_subscriptions", tmp_path)
+    everything = run_validators(s, settings=LEX)
+    only = run_validators(s, stages={"build-buy-analysis"}, settings=LEX)
+    assert only.findings == [f for f in everything.findings if f.stage == "build-buy-analysis"]
+    with pytest.raises(InputError):
+        run_validators(s, stages={"no-such-stage"}, settings=LEX)
+
+
+def test_findings_are_ordered_by_stage(tmp_path: Path) -> None:
+    report = run_validators(snap("power_of_8__realtime_false_vs_subscriptions", tmp_path),
+                            settings=LEX)
+    order = [spec.slug for spec in STAGES]
+    stages = [f.stage for f in report.findings]
+    assert len(set(stages)) >= 3 and stages == sorted(stages, key=order.index)
+
+
+def test_concurrent_sessions_in_threads(tmp_path: Path) -> None:
+    names = ["power_of_8__open_registration", "power_of_8", "web_quiz__eleven_stories_small",
+             "api_redact__express_and_fastapi"] * 3
+    snaps = [snap(n, tmp_path / str(i)) for i, n in enumerate(names)]
+    serial = [run_validators(s, settings=LEX) for s in snaps]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        parallel = list(pool.map(lambda s: run_validators(s, settings=LEX), snaps))
+    assert parallel == serial
+
+
+def test_idea_only_session(tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    report = run_validators(Snapshot(s.idea, None, {}, ()), settings=LEX)
+    assert report.findings == [] and report.divergence == {}
+
+
+def test_lexical_calibration_targets(tmp_path: Path) -> None:
+    """>= 90 % of injected drifts detected and <= 10 % of faithful sessions flagged."""
+    cases = load_cases(DRIFT, tmp_path)
+    cal = score([(c, run_validators(load_snapshot(c.path), settings=LEX)) for c in cases],
+                VALIDATOR_NAMES)
+    assert cal.drift_cases >= 30 and cal.faithful_cases >= 10
+    assert cal.detection_rate >= 0.9, cal.missed
+    assert cal.false_positive_rate <= 0.1, cal.flagged

@@ -1,0 +1,81 @@
+"""Lexical helpers: negation per clause, stemming, quantities."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from haytham.validate.quantities import extract, same_quantity
+from haytham.validate.text import (
+    affirmed_matches,
+    affirmed_terms,
+    markdown_segments,
+    normalize,
+    stem,
+)
+
+REALTIME = re.compile(r"\brealtime\b")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Real-time is not needed for this MVP.",
+        "No real-time updates; users refresh.",
+        "realtime: false",
+        "We use polling instead of real-time sync.",
+        "Real-time collaboration is out of scope.",
+        "The MVP is non-real-time.",
+    ],
+)
+def test_negated_realtime_is_not_affirmed(text: str) -> None:
+    assert affirmed_matches(text, REALTIME) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We recommend Supabase for its real-time subscriptions.",
+        "Supabase for real-time subscriptions, not for auth.",
+        "Participants see the timer in real time.",
+    ],
+)
+def test_affirmed_realtime(text: str) -> None:
+    assert affirmed_matches(text, REALTIME)
+
+
+def test_normalize_phrases() -> None:
+    assert "realtime" in normalize("Real-time")
+    assert "signup" in normalize("Sign-up page")
+    assert "inviteonly" in normalize("invite-only")
+
+
+def test_stem_is_consistent() -> None:
+    assert stem("givers") == stem("giver")
+    assert stem("logged") == stem("log")
+    assert stem("seven") == "7"
+
+
+def test_affirmed_terms_drop_negated_clause() -> None:
+    terms = affirmed_terms("Patients join live sessions; no public registration.")
+    assert "live" in terms and "public" not in terms
+
+
+def test_markdown_out_of_scope_sections_are_excluded() -> None:
+    segs = markdown_segments("## In scope\n- Live video circles\n\n## Out of scope\n- Group chat\n")
+    assert [(s.text, s.excluded) for s in segs] == [("Live video circles", False),
+                                                   ("Group chat", True)]
+
+
+def test_quantities_parse_and_compare() -> None:
+    (a,) = extract("The digital mental health market is worth $23.6 billion in 2023.")
+    (b,) = extract("The digital mental health market is about $4.3B in 2023.")
+    assert a.value == pytest.approx(23.6e9) and b.value == pytest.approx(4.3e9)
+    assert same_quantity(a, b)
+    (tam,) = extract("TAM: global market of $12B")
+    (sam,) = extract("SAM: US market of $4.3B")
+    assert not same_quantity(tam, sam)
+    (p,) = extract("Zoom Pro costs $13.33 per month")
+    assert p.period == "month" and not same_quantity(p, a)
+    assert extract("Founded in 2019") == []

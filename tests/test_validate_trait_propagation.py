@@ -1,0 +1,90 @@
+"""Trait propagation: constraints from system-traits and the anchor vs HOW/STORIES choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
+from haytham.validate.calibration import load_case
+
+DRIFT = Path(__file__).parent / "fixtures" / "drift"
+LEX = ValidatorSettings(embeddings=False)
+
+
+def snap(name: str, tmp_path: Path) -> Snapshot:
+    return load_snapshot(load_case(DRIFT / name, tmp_path).path)
+
+
+def found(s: Snapshot, **kw: object) -> list:
+    return run_validators(s, settings=LEX, **kw).by_validator("trait_propagation")
+
+
+def test_power_of_8_realtime_false_vs_realtime_subscriptions(tmp_path: Path) -> None:
+    """ADR-022 S3: traits realtime=false, Supabase for real-time subscriptions, DEC-REALTIME-001."""
+    fs = found(snap("power_of_8__realtime_false_vs_subscriptions", tmp_path))
+    by_stage = {f.stage for f in fs}
+    assert {"system-traits", "build-buy-analysis", "architecture-decisions"} <= by_stage
+    supabase = [f for f in fs if "Database and real-time updates" in f.message]
+    assert supabase and "system-traits realtime = false" in supabase[0].message
+    assert supabase[0].evidence.startswith("text:")  # found in prose: no requires tag was set
+    assert any("DEC-REALTIME-001" in f.message for f in fs)
+    traits = [f for f in fs if f.stage == "system-traits"]
+    assert traits[0].invariant == "interaction_model"
+
+
+def test_power_of_8_open_registration(tmp_path: Path) -> None:
+    """ADR-022: auth became open email/password registration in a closed community."""
+    fs = found(snap("power_of_8__open_registration", tmp_path))
+    assert {f.stage for f in fs} == {"story-generation", "architecture-decisions"}
+    assert all("open registration" in f.message for f in fs)
+    assert any(f.invariant == "access_model" for f in fs)
+
+
+def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
+    for name in ("power_of_8", "cli_planlint", "api_redact", "market_homecooks", "web_quiz",
+                 "mobile_birdcount"):
+        assert found(snap(name, tmp_path)) == [], name
+
+
+def test_negated_realtime_does_not_fire(tmp_path: Path) -> None:
+    """'Real-time streaming is not needed' next to realtime=false is agreement, not a finding."""
+    assert found(snap("api_redact__realtime_not_needed", tmp_path)) == []
+
+
+def test_request_response_is_not_realtime(tmp_path: Path) -> None:
+    s = snap("api_redact", tmp_path)
+    assert s.anchor is not None
+    assert "request/response" in s.anchor.invariant("interaction_model").value
+    assert found(s) == []  # realtime=false does not contradict a synchronous HTTP API
+
+
+def test_structured_tag_and_denied_realtime(tmp_path: Path) -> None:
+    s = snap("web_quiz", tmp_path)
+    bb = s.outputs["build-buy-analysis"]
+    item = bb.payload.items[0].model_copy(update={
+        "rationale": "Polling instead of WebSockets; students refresh", "requires": []})
+    items = [item, *bb.payload.items[1:]]
+    out = bb.model_copy(update={"payload": bb.payload.model_copy(update={"items": items})})
+    s2 = Snapshot(s.idea, s.anchor, {**s.outputs, "build-buy-analysis": out}, s.tool_calls)
+    (f,) = found(s2)  # anchor and traits both require realtime: one finding per item
+    assert "rules out realtime" in f.message and f.invariant == "interaction_model"
+    # a payments tag under payments = none is a structured violation
+    tagged = bb.payload.items[1].model_copy(update={"requires": ["billing"]})
+    out = bb.model_copy(update={"payload": bb.payload.model_copy(update={"items": [tagged]})})
+    s3 = Snapshot(s.idea, s.anchor, {**s.outputs, "build-buy-analysis": out}, s.tool_calls)
+    (f,) = found(s3)
+    assert "relies on payments" in f.message and f.evidence == "requires ['billing']"
+
+
+def test_traits_contradict_synchronous_anchor(tmp_path: Path) -> None:
+    fs = found(snap("web_quiz__realtime_false", tmp_path))
+    assert fs[0].stage == "system-traits" and fs[0].invariant == "interaction_model"
+    # the stages that still rely on realtime now contradict the (wrong) traits
+    assert {f.stage for f in fs[1:]} == {"build-buy-analysis", "architecture-decisions",
+                                         "story-generation"}
+
+
+def test_post_validator_stage_filter(tmp_path: Path) -> None:
+    s = snap("power_of_8__realtime_false_vs_subscriptions", tmp_path)
+    fs = found(s, stages={"build-buy-analysis"})
+    assert fs and {f.stage for f in fs} == {"build-buy-analysis"}
