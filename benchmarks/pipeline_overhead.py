@@ -53,8 +53,9 @@ def one_run(sessions: Path, latency: float) -> dict:
     if latency:
         factory._provider_model = lambda *a, **kw: Delayed(real(*a, **kw), latency)
     try:
-        settings = load_settings(env={}, dotenv=None, provider="replay", cassette=CASSETTE,
-                                 sessions_dir=sessions)
+        settings = load_settings(
+            env={}, dotenv=None, provider="replay", cassette=CASSETTE, sessions_dir=sessions
+        )
         started = time.perf_counter()
         with make_service(settings) as svc:
             sid = svc.create_session(IDEA)
@@ -65,8 +66,13 @@ def one_run(sessions: Path, latency: float) -> dict:
     events = [json.loads(x) for x in (sessions / sid / "events.jsonl").read_text().splitlines()]
     calls = [e["data"] for e in events if e["type"] == "model_call"]
     model_s = sum(c["latency_ms"] for c in calls) / 1000
-    return {"status": outcome.status, "wall_s": wall, "model_s": model_s, "calls": len(calls),
-            "overhead_s": wall - model_s}
+    return {
+        "status": outcome.status,
+        "wall_s": wall,
+        "model_s": model_s,
+        "calls": len(calls),
+        "overhead_s": wall - model_s,
+    }
 
 
 def main() -> int:
@@ -79,13 +85,17 @@ def main() -> int:
         delayed = [one_run(Path(tmp) / "delayed", args.latency)]
     best = min(plain, key=lambda r: r["wall_s"])
     print(f"imports: {IMPORT_S:.2f} s (not counted)")
-    print(f"plain replay run: best {best['wall_s']:.2f} s of {args.runs} "
-          f"({best['calls']} model calls, status {best['status']}) — target < 5 s")
+    print(
+        f"plain replay run: best {best['wall_s']:.2f} s of {args.runs} "
+        f"({best['calls']} model calls, status {best['status']}) — target < 5 s"
+    )
     share = min(r["overhead_s"] / r["wall_s"] for r in delayed)
     slow = min(delayed, key=lambda r: r["overhead_s"])
-    print(f"with {args.latency:.2f} s simulated latency per call: wall {slow['wall_s']:.2f} s, "
-          f"model {slow['model_s']:.2f} s, overhead {slow['overhead_s']:.2f} s = "
-          f"{share:.1%} of wall — target < 2 %")
+    print(
+        f"with {args.latency:.2f} s simulated latency per call: wall {slow['wall_s']:.2f} s, "
+        f"model {slow['model_s']:.2f} s, overhead {slow['overhead_s']:.2f} s = "
+        f"{share:.1%} of wall — target < 2 %"
+    )
     return 0 if best["wall_s"] < 5 and share < 0.02 else 1
 
 

@@ -49,8 +49,12 @@ PAGES = {"start": ("", "Your idea"), "gate_1": (f"gate_1?session={SID}", "Valida
 
 def build_session(sessions: Path) -> None:
     """A finished session: every gate approved (ambiguities take their first option)."""
-    os.environ.update(HAYTHAM_PROVIDER="replay", HAYTHAM_CASSETTE=str(CASSETTE),
-                      HAYTHAM_SESSIONS_DIR=str(sessions), HAYTHAM_RETRY_DELAY="0")
+    os.environ.update(
+        HAYTHAM_PROVIDER="replay",
+        HAYTHAM_CASSETTE=str(CASSETTE),
+        HAYTHAM_SESSIONS_DIR=str(sessions),
+        HAYTHAM_RETRY_DELAY="0",
+    )
     from haytham.config import load_settings
     from haytham.service import Haytham
 
@@ -101,10 +105,26 @@ def _server(tmp: Path, app: Path = APP) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     streamlit = Path(sys.executable).parent / "streamlit"
     proc = subprocess.Popen(
-        [str(streamlit), "run", str(app), "--server.headless", "true", "--server.port",
-         str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=tmp, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            str(streamlit),
+            "run",
+            str(app),
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=tmp,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -137,18 +157,28 @@ def browser_loads(runs: int, tmp: Path) -> dict[str, dict[str, dict[str, float]]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True,
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"])
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             new_tab = {}
             for name, (path, marker) in PAGES.items():
                 _new_tab(context, f"{url}/{path}", marker)  # warm-up
-                new_tab[name] = summary([_new_tab(context, f"{url}/{path}", marker)
-                                         for _ in range(runs)])
+                new_tab[name] = summary(
+                    [_new_tab(context, f"{url}/{path}", marker) for _ in range(runs)]
+                )
             _new_tab(context, bare_url, "Your idea")
-            new_tab["bare_streamlit"] = summary([_new_tab(context, bare_url, "Your idea")
-                                                 for _ in range(runs)])
+            new_tab["bare_streamlit"] = summary(
+                [_new_tab(context, bare_url, "Your idea") for _ in range(runs)]
+            )
 
             page = context.new_page()
             page.goto(f"{url}/{PAGES['gate_1'][0]}")
@@ -178,8 +208,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         build_session(tmp / "sessions")
-        report: dict[str, object] = {"runs": args.runs, "target_s": TARGET_S,
-                                     "script": script_loads(args.runs)}
+        report: dict[str, object] = {
+            "runs": args.runs,
+            "target_s": TARGET_S,
+            "script": script_loads(args.runs),
+        }
         if not args.no_browser and CHROMIUM.exists():
             report["browser"] = browser_loads(args.runs, tmp)
         else:

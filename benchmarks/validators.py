@@ -37,8 +37,14 @@ from haytham.validate.calibration import Calibration, Case, load_cases, score  #
 from haytham.validate.model import EMBEDDING_CONTRADICTION, EMBEDDING_DIVERGENCE  # noqa: E402
 
 DEFAULT_CASES = ROOT / "tests" / "fixtures" / "drift"
-OFF = {"dropped_threshold": -1.0, "dropped_gap": 2.0, "out_of_scope_threshold": 1.0,
-       "divergence_floor": -1.0, "pair_floor": -1.0, "opposition_topic_min": 1.0}
+OFF = {
+    "dropped_threshold": -1.0,
+    "dropped_gap": 2.0,
+    "out_of_scope_threshold": 1.0,
+    "divergence_floor": -1.0,
+    "pair_floor": -1.0,
+    "opposition_topic_min": 1.0,
+}
 SWEEPS: dict[str, tuple[str, list[float]]] = {
     "dropped_threshold": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45]),
     "dropped_gap": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.22, 0.25, 0.3, 0.35]),
@@ -49,10 +55,15 @@ SWEEPS: dict[str, tuple[str, list[float]]] = {
 }
 
 
-def _run_all(cases: list[Case], settings: ValidatorSettings, embedder: Embedder | None,
-             ) -> list[tuple[Case, ValidationReport]]:
-    return [(c, run_validators(load_snapshot(c.path), settings=settings, embedder=embedder))
-            for c in cases]
+def _run_all(
+    cases: list[Case],
+    settings: ValidatorSettings,
+    embedder: Embedder | None,
+) -> list[tuple[Case, ValidationReport]]:
+    return [
+        (c, run_validators(load_snapshot(c.path), settings=settings, embedder=embedder))
+        for c in cases
+    ]
 
 
 def print_calibration(cal: Calibration, out: Callable[[str], None] = print) -> None:
@@ -60,10 +71,14 @@ def print_calibration(cal: Calibration, out: Callable[[str], None] = print) -> N
     for name, c in cal.per_validator.items():
         out(f"{name:26} {c.tp:>4} {c.fp:>4} {c.misses:>7} {c.other:>6}")
     det, fpr = cal.detection_rate, cal.false_positive_rate
-    out(f"\ninjected drifts detected: {cal.detected}/{cal.drift_cases} = {det:.0%} "
-        f"(target >= 90%: {'met' if det >= 0.9 else 'NOT met'})")
-    out(f"faithful sessions flagged: {cal.faithful_flagged}/{cal.faithful_cases} = {fpr:.0%} "
-        f"(target <= 10%: {'met' if fpr <= 0.1 else 'NOT met'})")
+    out(
+        f"\ninjected drifts detected: {cal.detected}/{cal.drift_cases} = {det:.0%} "
+        f"(target >= 90%: {'met' if det >= 0.9 else 'NOT met'})"
+    )
+    out(
+        f"faithful sessions flagged: {cal.faithful_flagged}/{cal.faithful_cases} = {fpr:.0%} "
+        f"(target <= 10%: {'met' if fpr <= 0.1 else 'NOT met'})"
+    )
     if cal.missed:
         out(f"missed: {', '.join(cal.missed)}")
     if cal.flagged:
@@ -84,8 +99,10 @@ def sweep(cases: list[Case], embedder: Embedder, base: ValidatorSettings) -> Non
             caught = sum(any(f.validator == validator for f in r.findings) for _, r in drifted)
             labelled = [(c, r) for c, r in drifted if validator in c.expected]
             tp = sum(any(f.validator == validator for f in r.findings) for _, r in labelled)
-            print(f"    {value:>5}: faithful flagged {flagged}/{len(faithful)}, drift cases "
-                  f"flagged {caught}/{len(drifted)} (labelled for it: {tp}/{len(labelled)})")
+            print(
+                f"    {value:>5}: faithful flagged {flagged}/{len(faithful)}, drift cases "
+                f"flagged {caught}/{len(drifted)} (labelled for it: {tp}/{len(labelled)})"
+            )
 
 
 def reference_speed(embedder: Embedder) -> float:
@@ -122,16 +139,22 @@ def timings(cases: list[Case], embedder: Embedder | None, settings: ValidatorSet
         return
 
     def line(xs: list[float]) -> str:
-        return (f"median {statistics.median(xs):.3f} s, mean {statistics.mean(xs):.3f} s, "
-                f"max {max(xs):.3f} s")
+        return (
+            f"median {statistics.median(xs):.3f} s, mean {statistics.mean(xs):.3f} s, "
+            f"max {max(xs):.3f} s"
+        )
 
     print(f"\nTime for all validators over one full session ({len(full)} sessions, model loaded):")
     if embedder is not None:
         ref = reference_speed(embedder)
-        print(f"  machine speed: 100 short sentences embed in {ref:.2f} s (idle 2-core box: "
-              f"0.34-0.40 s; a larger number means a loaded machine, scale the times below)")
-    print(f"  cold text cache : {line(cold)}  (target < 1 s: "
-          f"{'met' if statistics.median(cold) < 1 else 'NOT met'} at the median)")
+        print(
+            f"  machine speed: 100 short sentences embed in {ref:.2f} s (idle 2-core box: "
+            f"0.34-0.40 s; a larger number means a loaded machine, scale the times below)"
+        )
+    print(
+        f"  cold text cache : {line(cold)}  (target < 1 s: "
+        f"{'met' if statistics.median(cold) < 1 else 'NOT met'} at the median)"
+    )
     print(f"  warm text cache : {line(warm)}")
     print(f"  post-validator stages={{'story-generation'}}, warm: {line(per_stage)}")
 
@@ -141,8 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--no-embeddings", action="store_true")
     parser.add_argument("--sweep", action="store_true")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (1 is faster on a busy 2-core machine)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (1 is faster on a busy 2-core machine)",
+    )
     args = parser.parse_args(argv)
     settings = ValidatorSettings(embeddings=not args.no_embeddings)
     if args.threads and settings.embeddings:
@@ -152,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cases = load_cases(args.cases, Path(tmp))
         n_faithful = sum(c.drift is None for c in cases)
-        print(f"{len(cases)} cases ({n_faithful} faithful, {len(cases) - n_faithful} with one "
-              f"injected drift) from {args.cases}")
+        print(
+            f"{len(cases)} cases ({n_faithful} faithful, {len(cases) - n_faithful} with one "
+            f"injected drift) from {args.cases}"
+        )
         embedder = None
         if settings.embeddings:
             t = time.perf_counter()

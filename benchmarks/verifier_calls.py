@@ -51,18 +51,27 @@ def run(input_validation: bool) -> Counter[str]:
     os.environ["HAYTHAM_INPUT_VALIDATION"] = "on" if input_validation else "off"
     with tempfile.TemporaryDirectory() as tmp:
         cassette = Path(tmp) / "cassette.jsonl"
-        cassette.write_text((CASSETTES / "pipeline.jsonl").read_text(encoding="utf-8")
-                            + (CASSETTES / "verify" / "clean.jsonl").read_text(encoding="utf-8"))
-        settings = load_settings(env={}, dotenv=None, provider="replay", cassette=cassette,
-                                 sessions_dir=Path(tmp) / "sessions")
+        cassette.write_text(
+            (CASSETTES / "pipeline.jsonl").read_text(encoding="utf-8")
+            + (CASSETTES / "verify" / "clean.jsonl").read_text(encoding="utf-8")
+        )
+        settings = load_settings(
+            env={},
+            dotenv=None,
+            provider="replay",
+            cassette=cassette,
+            sessions_dir=Path(tmp) / "sessions",
+        )
         with Haytham(settings, verifier_factory=make_verifier, tracking=False) as svc:
             sid = svc.create_session(IDEA, session_id="bench")
             outcome = svc.run(sid, auto_approve=True)
             if outcome.status != "done":
                 raise SystemExit(f"the run ended {outcome.status}, not done")
             root = Path(tmp) / "sessions" / sid
-            verifications = {p.stem: json.loads(p.read_text())["status"]
-                             for p in (root / "verifications").glob("*.json")}
+            verifications = {
+                p.stem: json.loads(p.read_text())["status"]
+                for p in (root / "verifications").glob("*.json")
+            }
             if set(verifications.values()) != {"passed"}:
                 raise SystemExit(f"a verifier did not pass: {verifications}")
             lines = (root / "events.jsonl").read_text().splitlines()
@@ -81,9 +90,17 @@ def main() -> int:
         groups[group_of(agent)] += n
     verify_and_pipeline = sum(n for g, n in groups.items() if g != "input validation")
     if args.json:
-        print(json.dumps({"per_agent": dict(counts), "per_group": dict(groups),
-                          "total": sum(counts.values()),
-                          "pipeline_and_verifiers": verify_and_pipeline, "target": TARGET}))
+        print(
+            json.dumps(
+                {
+                    "per_agent": dict(counts),
+                    "per_group": dict(groups),
+                    "total": sum(counts.values()),
+                    "pipeline_and_verifiers": verify_and_pipeline,
+                    "target": TARGET,
+                }
+            )
+        )
         return 0 if verify_and_pipeline <= TARGET else 1
     config = VerifyConfig.from_env({})
     print("strategies: " + ", ".join(f"{p.value}={config.strategy(p)}" for p in Phase))
@@ -93,8 +110,10 @@ def main() -> int:
     print()
     for group, n in sorted(groups.items()):
         print(f"  {group:<40} {n}")
-    print(f"\nstages + anchor + verifiers: {verify_and_pipeline} (target ≤ {TARGET}: "
-          f"{'met' if verify_and_pipeline <= TARGET else 'MISSED'})")
+    print(
+        f"\nstages + anchor + verifiers: {verify_and_pipeline} (target ≤ {TARGET}: "
+        f"{'met' if verify_and_pipeline <= TARGET else 'MISSED'})"
+    )
     print(f"with receiving-stage validation: {sum(counts.values())}")
     return 0 if verify_and_pipeline <= TARGET else 1
 

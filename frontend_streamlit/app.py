@@ -36,7 +36,8 @@ pages = {
 }
 if (HERE / "pages" / "evaluations.py").exists():
     pages["Results"].append(
-        st.Page("pages/evaluations.py", title="Evaluations", icon=":material/fact_check:"))
+        st.Page("pages/evaluations.py", title="Evaluations", icon=":material/fact_check:")
+    )
 
 page = st.navigation(pages)
 with failures():  # a bug in a page shows one sentence (the traceback goes to the server log)

@@ -30,13 +30,17 @@ class PostValidation:
         snap = Snapshot(
             idea=state.get("idea", ""),
             anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-            outputs={s: BY_SLUG[s].output_model.model_validate(raw)
-                     for s, raw in (state.get("outputs") or {}).items()},
-            tool_calls=state.get("tool_calls") or ())
-        report = run_validators(snap, stages={slug}, settings=self.settings,
-                                embedder=self.embedder)
-        return ([f.model_dump(mode="json") for f in report.findings],
-                report.divergence.get(slug, {}))
+            outputs={
+                s: BY_SLUG[s].output_model.model_validate(raw)
+                for s, raw in (state.get("outputs") or {}).items()
+            },
+            tool_calls=state.get("tool_calls") or (),
+        )
+        report = run_validators(snap, stages={slug}, settings=self.settings, embedder=self.embedder)
+        return (
+            [f.model_dump(mode="json") for f in report.findings],
+            report.divergence.get(slug, {}),
+        )
 
 
 def make_service(settings: Settings) -> Haytham:

@@ -28,8 +28,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="haytham", description="Turn a startup idea into a validated specification that "
-        "stays faithful to the idea.")
+        prog="haytham",
+        description="Turn a startup idea into a validated specification that "
+        "stays faithful to the idea.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -43,8 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--idea-file", type=Path, help="a UTF-8 text file with the idea")
     p.add_argument("--session-id")
     p.add_argument("--until", choices=GATE_CHOICES, help="stop at this gate")
-    p.add_argument("--auto-approve", action="store_true",
-                   help="approve every gate unattended (ambiguities take their first option)")
+    p.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="approve every gate unattended (ambiguities take their first option)",
+    )
     p.add_argument("--appetite", choices=("small", "medium", "large"))
     p.add_argument("--json", action="store_true")
     p = add("resume", "continue a session at its next step")
@@ -86,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-id", dest="new_id")
     p = add("export", "export a session")
     p.add_argument("session_id")
-    p.add_argument("--format", default="markdown",
-                   choices=("markdown", "json", "csv", "jira", "linear"))
+    p.add_argument(
+        "--format", default="markdown", choices=("markdown", "json", "csv", "jira", "linear")
+    )
     p.add_argument("--output", type=Path, help="write to a file instead of stdout")
     p = add("validate", "run the deterministic drift validators over a saved session")
     p.add_argument("target", help="session id or path to a session folder")
@@ -100,12 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(provider=args.provider, sessions_dir=args.sessions_dir,
-                         cassette=args.cassette)
+    return load_settings(
+        provider=args.provider, sessions_dir=args.sessions_dir, cassette=args.cassette
+    )
 
 
 def _service(settings: Settings):
     from haytham.app import make_service  # heavy imports only for commands that need them
+
     return make_service(settings)
 
 
@@ -115,13 +123,23 @@ def gate_of(value: str | None) -> int | None:
 
 def _print_outcome(outcome: Any, as_json: bool = False) -> None:
     if as_json:
-        print(json.dumps({"session_id": outcome.session_id, "status": outcome.status,
-                          "gate": outcome.gate, "next_action": outcome.next_action}))
+        print(
+            json.dumps(
+                {
+                    "session_id": outcome.session_id,
+                    "status": outcome.status,
+                    "gate": outcome.gate,
+                    "next_action": outcome.next_action,
+                }
+            )
+        )
         return
     print(f"session: {outcome.session_id}")
     if outcome.gate:
-        print(f"waiting at Gate {outcome.gate}: review it with `haytham status "
-              f"{outcome.session_id}`, then approve, rework, override or clarify.")
+        print(
+            f"waiting at Gate {outcome.gate}: review it with `haytham status "
+            f"{outcome.session_id}`, then approve, rework, override or clarify."
+        )
     else:
         print(f"status: {outcome.status}")
 
@@ -129,32 +147,38 @@ def _print_outcome(outcome: Any, as_json: bool = False) -> None:
 def _caveat(settings: Settings) -> None:
     if settings.provider == "local":
         from haytham.models.providers import LOCAL_MODEL_CAVEAT
+
         print(f"note: {LOCAL_MODEL_CAVEAT}", file=sys.stderr)
 
 
 def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table reads best
     if args.command == "eval":
         from haytham.evals.cli import main as eval_main
+
         return eval_main(args)
     if args.command == "stages":
         from haytham.stages import STAGES
+
         for s in STAGES:
             print(f"{s.number:>2}  {s.phase:<8} {s.slug}")
         return 0
     settings = _settings(args)
     if args.command == "providers":
         from haytham.models.providers import provider_report
+
         for p in provider_report(settings):
             print(f"{'✓' if p.usable else '✗'} {p.name:<10} {p.reason}")
         return 0
     if args.command == "doctor":
         from haytham.doctor import run_checks
+
         checks = run_checks(settings)
         for c in checks:
             print(f"{'ok ' if c.ok else 'BAD'} {c.name}: {c.detail}")
         return 0 if all(c.ok for c in checks) else 1
     if args.command == "validate":
         from haytham.validate import cli_main
+
         return cli_main(args.target, as_json=args.json, sessions_dir=settings.sessions_dir)
     with _service(settings) as svc:
         return _session_cmd(args, settings, svc)
@@ -164,17 +188,21 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     if args.command == "run":
         idea = read_idea_file(args.idea_file) if args.idea_file else args.idea
         from haytham.models.providers import check_provider
+
         check_provider(settings)
         sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
         args.session_id = sid  # named in the hint if the run fails
         print(f"session: {sid}", file=sys.stderr)
         _caveat(settings)
-        _print_outcome(svc.run(sid, until=gate_of(args.until), auto_approve=args.auto_approve),
-                       args.json)
+        _print_outcome(
+            svc.run(sid, until=gate_of(args.until), auto_approve=args.auto_approve), args.json
+        )
     elif args.command == "resume":
         _caveat(settings)
-        _print_outcome(svc.run(args.session_id, until=gate_of(args.until),
-                               auto_approve=args.auto_approve), args.json)
+        _print_outcome(
+            svc.run(args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve),
+            args.json,
+        )
     elif args.command == "status":
         _print_status(svc.status(args.session_id), args.json)
     elif args.command == "sessions":
@@ -214,13 +242,17 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         print(f"verdict: {st['verdict']}")
     for slug, row in st["summary"]["stages"].items():
         if row["status"] != "pending":
-            print(f"  {slug:<24} {row['status']:<16} calls={row['model_calls']} "
-                  f"tokens={row['input_tokens'] + row['output_tokens']} "
-                  f"{row['wall_ms'] / 1000:.1f}s")
+            print(
+                f"  {slug:<24} {row['status']:<16} calls={row['model_calls']} "
+                f"tokens={row['input_tokens'] + row['output_tokens']} "
+                f"{row['wall_ms'] / 1000:.1f}s"
+            )
     for amb in st["open_ambiguities"]:
         opts = "; ".join(f"{n}. {o}" for n, o in enumerate(amb["options"], 1))
-        print(f"clarify {amb['invariant']} ({round(amb['confidence'] * 100)}% confident): "
-              f"{amb['ambiguity']} Options: {opts}")
+        print(
+            f"clarify {amb['invariant']} ({round(amb['confidence'] * 100)}% confident): "
+            f"{amb['ambiguity']} Options: {opts}"
+        )
     for b in st["blocking"]:
         print(f"blocking [{b['id']}]: {b['message']}")
     for n, g in sorted(st["gates"].items()):
@@ -229,8 +261,10 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
     for o in st["overrides"]:
         print(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
     if st["last_error"]:
-        print(f"last error: {st['last_error']} — fix the cause, then `haytham resume "
-              f"{st['session_id']}`.")
+        print(
+            f"last error: {st['last_error']} — fix the cause, then `haytham resume "
+            f"{st['session_id']}`."
+        )
     for f in st["broken_files"]:
         print(f"broken file: {f}")
 
@@ -244,18 +278,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HaythamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sid = getattr(args, "session_id", None)
-        if (sid and isinstance(exc, StageFailed | ProviderError | StorageError)
-                and "haytham resume" not in str(exc)):
-            print(f"completed stages are saved; fix the cause, then `haytham resume {sid}`.",
-                  file=sys.stderr)
+        if (
+            sid
+            and isinstance(exc, StageFailed | ProviderError | StorageError)
+            and "haytham resume" not in str(exc)
+        ):
+            print(
+                f"completed stages are saved; fix the cause, then `haytham resume {sid}`.",
+                file=sys.stderr,
+            )
         return exc.exit_code
     except BrokenPipeError:  # `haytham status … | head`: the reader left; nothing to report
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     except KeyboardInterrupt:
-        print("interrupted; completed stages are saved — `haytham resume` continues.",
-              file=sys.stderr)
+        print(
+            "interrupted; completed stages are saved — `haytham resume` continues.", file=sys.stderr
+        )
         return 130
     except ValueError as exc:  # bad settings values from env / flags
         print(f"error: {InputError(str(exc))}", file=sys.stderr)

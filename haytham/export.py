@@ -16,21 +16,42 @@ FORMATS = ("markdown", "json", "csv", "jira", "linear")
 
 
 def _overrides(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{"gate": int(n), **o} for n, g in sorted((state.get("gates") or {}).items())
-            for o in g.get("overrides", [])]
+    return [
+        {"gate": int(n), **o}
+        for n, g in sorted((state.get("gates") or {}).items())
+        for o in g.get("overrides", [])
+    ]
 
 
 def to_json(state: Mapping[str, Any]) -> str:
-    data = {k: state.get(k) for k in ("session_id", "status", "idea", "appetite", "anchor",
-                                       "outputs", "gates", "verifications", "validations",
-                                       "review_log")}
+    data = {
+        k: state.get(k)
+        for k in (
+            "session_id",
+            "status",
+            "idea",
+            "appetite",
+            "anchor",
+            "outputs",
+            "gates",
+            "verifications",
+            "validations",
+            "review_log",
+        )
+    }
     data["overrides"] = _overrides(state)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def to_markdown(state: Mapping[str, Any]) -> str:
-    parts = [f"# Haytham specification — {state.get('session_id', '')}", "",
-             "## The idea", "", state.get("idea", ""), ""]
+    parts = [
+        f"# Haytham specification — {state.get('session_id', '')}",
+        "",
+        "## The idea",
+        "",
+        state.get("idea", ""),
+        "",
+    ]
     if state.get("anchor_text"):
         parts += ["## Concept anchor", "", "```", state["anchor_text"], "```", ""]
     outputs = state.get("outputs") or {}
@@ -38,8 +59,11 @@ def to_markdown(state: Mapping[str, Any]) -> str:
     overrides = _overrides(state)
     if overrides:
         parts += ["## Overrides", ""]
-        parts += [f"- Gate {o['gate']}: {o['target']} — {o['reason']}"
-                  + (" (auto)" if o.get("auto") else "") for o in overrides]
+        parts += [
+            f"- Gate {o['gate']}: {o['target']} — {o['reason']}"
+            + (" (auto)" if o.get("auto") else "")
+            for o in overrides
+        ]
     for n, g in sorted((state.get("gates") or {}).items()):
         if g.get("rework_stage"):
             parts.append(f"- Gate {n} rework of {g['rework_stage']}: {g.get('feedback', '')}")
@@ -70,26 +94,70 @@ def to_csv(state: Mapping[str, Any], flavour: str = "csv") -> str:
     if not items:
         raise InputError("This session has no stories yet; export markdown or json instead.")
     if flavour == "jira":
-        rows = [{"Summary": s["title"], "Issue Type": "Story", "Issue id": s["id"],
-                 "Description": f"{s.get('description', '')}\n\nAcceptance criteria:\n"
-                                f"{_criteria(s)}\n\nImplements: {', '.join(s['implements'])}",
-                 "Component/s": s.get("component", ""), "Labels": s.get("layer", ""),
-                 "Blocked by": " ".join(s.get("depends_on", []))} for s in items]
-        return _csv(rows, ["Issue id", "Summary", "Issue Type", "Description", "Component/s",
-                           "Labels", "Blocked by"])
+        rows = [
+            {
+                "Summary": s["title"],
+                "Issue Type": "Story",
+                "Issue id": s["id"],
+                "Description": f"{s.get('description', '')}\n\nAcceptance criteria:\n"
+                f"{_criteria(s)}\n\nImplements: {', '.join(s['implements'])}",
+                "Component/s": s.get("component", ""),
+                "Labels": s.get("layer", ""),
+                "Blocked by": " ".join(s.get("depends_on", [])),
+            }
+            for s in items
+        ]
+        return _csv(
+            rows,
+            [
+                "Issue id",
+                "Summary",
+                "Issue Type",
+                "Description",
+                "Component/s",
+                "Labels",
+                "Blocked by",
+            ],
+        )
     if flavour == "linear":
-        rows = [{"Title": f"{s['id']} {s['title']}",
-                 "Description": f"{s.get('description', '')}\n\n{_criteria(s)}",
-                 "Labels": ",".join(filter(None, [s.get("layer"), s.get("component")])),
-                 "Status": "Backlog", "Priority": "", "Estimate": ""} for s in items]
+        rows = [
+            {
+                "Title": f"{s['id']} {s['title']}",
+                "Description": f"{s.get('description', '')}\n\n{_criteria(s)}",
+                "Labels": ",".join(filter(None, [s.get("layer"), s.get("component")])),
+                "Status": "Backlog",
+                "Priority": "",
+                "Estimate": "",
+            }
+            for s in items
+        ]
         return _csv(rows, ["Title", "Description", "Labels", "Status", "Priority", "Estimate"])
-    rows = [{**s, "position": n, "implements": " ".join(s["implements"]),
-             "depends_on": " ".join(s.get("depends_on", [])),
-             "acceptance_criteria": " | ".join(s.get("acceptance_criteria", [])),
-             "technologies": " ".join(s.get("technologies", []))}
-            for n, s in enumerate(items, 1)]
-    return _csv(rows, ["position", "id", "title", "component", "layer", "implements",
-                       "depends_on", "acceptance_criteria", "technologies", "description"])
+    rows = [
+        {
+            **s,
+            "position": n,
+            "implements": " ".join(s["implements"]),
+            "depends_on": " ".join(s.get("depends_on", [])),
+            "acceptance_criteria": " | ".join(s.get("acceptance_criteria", [])),
+            "technologies": " ".join(s.get("technologies", [])),
+        }
+        for n, s in enumerate(items, 1)
+    ]
+    return _csv(
+        rows,
+        [
+            "position",
+            "id",
+            "title",
+            "component",
+            "layer",
+            "implements",
+            "depends_on",
+            "acceptance_criteria",
+            "technologies",
+            "description",
+        ],
+    )
 
 
 def export(state: Mapping[str, Any], fmt: str) -> str:

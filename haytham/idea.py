@@ -18,21 +18,27 @@ def validate_idea(text: str) -> str:
         raise InputError("The idea must be text.")
     if "\x00" in text:
         raise InputError("The idea contains a NUL character; paste plain text.")
-    bad = sorted({f"U+{ord(c):04X}" for c in text
-                  if unicodedata.category(c) == "Cc" and c not in "\n\r\t"})
+    bad = sorted(
+        {f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cc" and c not in "\n\r\t"}
+    )
     if bad:
-        raise InputError(f"The idea contains control characters ({', '.join(bad[:5])}); "
-                         "paste plain text.")
+        raise InputError(
+            f"The idea contains control characters ({', '.join(bad[:5])}); paste plain text."
+        )
     cleaned = text.replace("\r\n", "\n").strip()
     if not cleaned:
         raise InputError("The idea is empty; describe what you want to build.")
     if len(cleaned) > MAX_CHARS:
-        raise InputError(f"The idea is {len(cleaned):,} characters; the limit is {MAX_CHARS:,}. "
-                         "Shorten it to the essentials.")
+        raise InputError(
+            f"The idea is {len(cleaned):,} characters; the limit is {MAX_CHARS:,}. "
+            "Shorten it to the essentials."
+        )
     words = len(cleaned.split())
     if words < MIN_WORDS:
-        raise InputError(f"The idea has {words} word{'s' if words != 1 else ''}; "
-                         f"write at least {MIN_WORDS}: who it is for, what they do, and why.")
+        raise InputError(
+            f"The idea has {words} word{'s' if words != 1 else ''}; "
+            f"write at least {MIN_WORDS}: who it is for, what they do, and why."
+        )
     return cleaned
 
 

@@ -17,15 +17,20 @@ def _scalar(v: Any) -> str:
 def _is_flat_records(items: list[Any]) -> bool:
     return bool(items) and all(
         isinstance(i, Mapping) and all(not isinstance(x, Mapping) for x in i.values())
-        for i in items)
+        for i in items
+    )
 
 
 def _table(items: list[Mapping[str, Any]]) -> list[str]:
     cols = list(dict.fromkeys(k for i in items for k in i))
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for i in items:
-        cells = [", ".join(map(_scalar, i.get(c))) if isinstance(i.get(c), list)
-                 else _scalar(i.get(c, "")) for c in cols]
+        cells = [
+            ", ".join(map(_scalar, i.get(c)))
+            if isinstance(i.get(c), list)
+            else _scalar(i.get(c, ""))
+            for c in cols
+        ]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return out
 
@@ -56,9 +61,18 @@ def render_value(value: Any, depth: int = 0) -> list[str]:
 
 
 def render_stage(spec: StageSpec, output: Mapping[str, Any]) -> str:
-    lines = [f"# {spec.number}. {spec.title} ({spec.phase})", "", "## TL;DR", "",
-             output.get("tldr", ""), "", output.get("content", "").strip(), "",
-             "## Structured output", ""]
+    lines = [
+        f"# {spec.number}. {spec.title} ({spec.phase})",
+        "",
+        "## TL;DR",
+        "",
+        output.get("tldr", ""),
+        "",
+        output.get("content", "").strip(),
+        "",
+        "## Structured output",
+        "",
+    ]
     lines += render_value(output.get("payload", {}))
     claims = output.get("claims") or []
     if claims:

@@ -60,9 +60,15 @@ class Outcome:
 
 
 class Haytham:
-    def __init__(self, settings: Settings, *, models: ModelRuntime | None = None,
-                 verifier_factory: VerifierFactory | None = None,
-                 post_validator: PostValidator | None = None, tracking: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        models: ModelRuntime | None = None,
+        verifier_factory: VerifierFactory | None = None,
+        post_validator: PostValidator | None = None,
+        tracking: bool = True,
+    ) -> None:
         self.settings = settings
         self.store = SessionStore(settings.sessions_dir)
         self._own_models = models is None
@@ -82,18 +88,22 @@ class Haytham:
         self.close()
 
     # -- sessions -------------------------------------------------------------------------------
-    def create_session(self, idea: str, *, appetite: str | None = None,
-                       session_id: str | None = None) -> str:
+    def create_session(
+        self, idea: str, *, appetite: str | None = None, session_id: str | None = None
+    ) -> str:
         """Validate everything first; only then create the folder."""
         text = validate_idea(idea)
         chosen = validate_appetite(appetite)
         sid = validate_session_id(session_id) if session_id else new_session_id(text)
         files = self.store.create(sid)
         files.write_text("idea.md", text + "\n")
-        files.write_json("session.json", {"session_id": sid, "created_at": now(),
-                                          "appetite": chosen, "schema_version": 1})
-        files.append_event("session_created", None, appetite=chosen,
-                           provider=self.settings.provider)
+        files.write_json(
+            "session.json",
+            {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1},
+        )
+        files.append_event(
+            "session_created", None, appetite=chosen, provider=self.settings.provider
+        )
         return sid
 
     def list_sessions(self) -> list[str]:
@@ -107,16 +117,26 @@ class Haytham:
         meta = files.read_json("session.json", default={}) or {}
         source = fork_from or files
         runner = StageRunner(self.settings, self.models, files, self.post_validator)
-        verifier = (self.verifier_factory(self.settings, self.models, files)
-                    if self.verifier_factory else None)
+        verifier = (
+            self.verifier_factory(self.settings, self.models, files)
+            if self.verifier_factory
+            else None
+        )
         tracking = str(self.store.root / TRACKING_DIR) if self.tracking else None
         with storage_errors(files):
             return build_application(
-                runner, verifier, app_id=files.session_id, tracking_dir=tracking,
-                initial_state={"idea": source.read_text("idea.md").strip(),
-                               "appetite": meta.get("appetite"), "session_id": files.session_id},
+                runner,
+                verifier,
+                app_id=files.session_id,
+                tracking_dir=tracking,
+                initial_state={
+                    "idea": source.read_text("idea.md").strip(),
+                    "appetite": meta.get("appetite"),
+                    "session_id": files.session_id,
+                },
                 fork_from=fork_from.session_id if fork_from else None,
-                fork_db=str(fork_from.state_db) if fork_from else None)
+                fork_db=str(fork_from.state_db) if fork_from else None,
+            )
 
     def load_state(self, session_id: str) -> dict[str, Any]:
         """The latest persisted state without building the application (cheap, read-only)."""
@@ -124,8 +144,9 @@ class Haytham:
         return _load_state(files)
 
     # -- running ---------------------------------------------------------------------------------
-    def run(self, session_id: str, *, until: int | None = None,
-            auto_approve: bool = False) -> Outcome:
+    def run(
+        self, session_id: str, *, until: int | None = None, auto_approve: bool = False
+    ) -> Outcome:
         """Run until a gate needs a person (or ``until``), the end, or an error."""
         check_provider(self.settings)
         files = self.store.open(session_id)
@@ -135,8 +156,9 @@ class Haytham:
 
     resume = run
 
-    def _advance(self, files: SessionFiles, app: Application, *, until: int | None,
-                 auto_approve: bool) -> Outcome:
+    def _advance(
+        self, files: SessionFiles, app: Application, *, until: int | None, auto_approve: bool
+    ) -> Outcome:
         messages: list[str] = []
         while True:
             nxt = app.get_next_action()
@@ -146,8 +168,13 @@ class Haytham:
             if nxt.name in GATES:
                 gate = int(nxt.name.split("_")[1])
                 if not auto_approve or (until is not None and gate >= until):
-                    return Outcome(files.session_id, app.state["status"], gate=gate,
-                                   next_action=nxt.name, messages=messages)
+                    return Outcome(
+                        files.session_id,
+                        app.state["status"],
+                        gate=gate,
+                        next_action=nxt.name,
+                        messages=messages,
+                    )
                 for command in self._auto_commands(app.state.get_all(), gate):
                     with storage_errors(files):
                         app.step(inputs={"command": command})
@@ -164,15 +191,21 @@ class Haytham:
         if phase is Phase.WHY and state.get("anchor"):
             pending = ConceptAnchor.model_validate(state["anchor"]).open_ambiguities()
             if pending:
-                commands.append({"kind": "clarify_all", "auto": True,
-                                 "choices": {i.property: "1" for i in pending}})
+                commands.append(
+                    {
+                        "kind": "clarify_all",
+                        "auto": True,
+                        "choices": {i.property: "1" for i in pending},
+                    }
+                )
         if open_blocking(state, phase):
             commands.append({"kind": "override", "reason": "auto-approve", "auto": True})
         commands.append({"kind": "approve", "note": "auto-approve"})
         return commands
 
-    def decide(self, session_id: str, gate: int, command: dict[str, Any], *,
-               continue_run: bool = True) -> Outcome:
+    def decide(
+        self, session_id: str, gate: int, command: dict[str, Any], *, continue_run: bool = True
+    ) -> Outcome:
         """Apply a reviewer's command at ``gate``; on approve/rework, run on to the next gate."""
         phase = phase_for_gate(gate)
         files = self.store.open(session_id)
@@ -181,8 +214,9 @@ class Haytham:
             nxt = app.get_next_action()
             here = nxt.name if nxt else "the end"
             if here != f"gate_{gate}":
-                raise GateError(f"Session {session_id} is not waiting at Gate {gate} "
-                                f"(next step: {here}).")
+                raise GateError(
+                    f"Session {session_id} is not waiting at Gate {gate} (next step: {here})."
+                )
             apply_command(app.state.get_all(), phase, command)  # raises, changes nothing
             with storage_errors(files):
                 app.step(inputs={"command": command})
@@ -191,9 +225,12 @@ class Haytham:
             if continue_run and moved is not None and moved.name != f"gate_{gate}":
                 check_provider(self.settings)
                 return self._advance(files, app, until=None, auto_approve=False)
-            return Outcome(session_id, app.state["status"],
-                           gate=gate if moved and moved.name == f"gate_{gate}" else None,
-                           next_action=moved.name if moved else None)
+            return Outcome(
+                session_id,
+                app.state["status"],
+                gate=gate if moved and moved.name == f"gate_{gate}" else None,
+                next_action=moved.name if moved else None,
+            )
 
     def approve(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
         return self.decide(sid, gate, {"kind": "approve", "note": note}, **kw)
@@ -203,8 +240,9 @@ class Haytham:
 
     def rework(self, sid: str, stage: str, feedback: str, **kw: Any) -> Outcome:
         gate = get_stage(stage).phase.gate
-        return self.decide(sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback},
-                           **kw)
+        return self.decide(
+            sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback}, **kw
+        )
 
     def override(self, sid: str, gate: int, reason: str, target: str | None = None) -> Outcome:
         return self.decide(sid, gate, {"kind": "override", "reason": reason, "target": target})
@@ -261,9 +299,15 @@ class Haytham:
         files = self.store.create(sid)
         meta = source.read_json("session.json", default={}) or {}
         files.write_text("idea.md", idea + "\n")
-        files.write_json("session.json", {**meta, "session_id": sid, "created_at": now(),
-                                          "forked_from": {"session_id": session_id,
-                                                          "sequence_id": seq, "stage": slug}})
+        files.write_json(
+            "session.json",
+            {
+                **meta,
+                "session_id": sid,
+                "created_at": now(),
+                "forked_from": {"session_id": session_id, "sequence_id": seq, "stage": slug},
+            },
+        )
         new = cleared_state({**state, "session_id": sid}, spec.number)
         with storage_errors(files):
             _save_state(files, 0, _position_before(spec.number), new)
@@ -277,8 +321,11 @@ def _public(command: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _persister(files: SessionFiles) -> SQLitePersister:
-    persister = SQLitePersister(db_path=str(files.state_db), table_name="burr_state",
-                                connect_kwargs={"check_same_thread": False})
+    persister = SQLitePersister(
+        db_path=str(files.state_db),
+        table_name="burr_state",
+        connect_kwargs={"check_same_thread": False},
+    )
     persister.initialize()
     return persister
 
@@ -299,8 +346,12 @@ def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
     if loaded:
         return loaded["state"].get_all(), int(loaded["sequence_id"])
     meta = files.read_json("session.json", default={}) or {}
-    return {**actions.INITIAL_STATE, "idea": files.read_text("idea.md").strip(),
-            "appetite": meta.get("appetite"), "session_id": files.session_id}, -1
+    return {
+        **actions.INITIAL_STATE,
+        "idea": files.read_text("idea.md").strip(),
+        "appetite": meta.get("appetite"),
+        "session_id": files.session_id,
+    }, -1
 
 
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
@@ -318,11 +369,18 @@ def storage_errors(files: SessionFiles) -> Iterator[None]:
         yield
     except sqlite3.OperationalError as exc:
         text = str(exc)
-        why = ("the disk is full" if "full" in text else "the sessions folder is not writable"
-               if "readonly" in text or "read-only" in text else text)
-        raise StorageError(f"Could not write {files.state_db}: {why}. The last saved step is "
-                           f"kept; free space or fix permissions, then `haytham resume "
-                           f"{files.session_id}`.") from None
+        why = (
+            "the disk is full"
+            if "full" in text
+            else "the sessions folder is not writable"
+            if "readonly" in text or "read-only" in text
+            else text
+        )
+        raise StorageError(
+            f"Could not write {files.state_db}: {why}. The last saved step is "
+            f"kept; free space or fix permissions, then `haytham resume "
+            f"{files.session_id}`."
+        ) from None
     except sqlite3.DatabaseError as exc:  # not a database any more (truncated, overwritten)
         raise SessionCorrupt(str(files.state_db), str(exc)) from None
     except OSError as exc:
@@ -344,8 +402,12 @@ def cleared_state(state: Mapping[str, Any], number: int) -> dict[str, Any]:
         new[key] = {k: v for k, v in (state.get(key) or {}).items() if k in keep}
     first_phase = next(s.phase for s in STAGES if s.number == number)
     live = {p.value for p in Phase if p.gate < first_phase.gate}
-    new["gates"] = {k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate}
-    new["verifications"] = {k: v for k, v in (state.get("verifications") or {}).items() if k in live}
+    new["gates"] = {
+        k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate
+    }
+    new["verifications"] = {
+        k: v for k, v in (state.get("verifications") or {}).items() if k in live
+    }
     new["rework"] = {k: v for k, v in (state.get("rework") or {}).items() if k in live}
     if number == 1:
         new["anchor"], new["anchor_text"] = None, ""
@@ -365,5 +427,3 @@ def _position_before(number: int) -> str:
         return "anchor_extraction"
     prev, spec = STAGES[number - 2], STAGES[number - 1]
     return f"gate_{prev.phase.gate}" if prev.phase is not spec.phase else prev.action
-
-

@@ -32,8 +32,9 @@ def broken_files(files: SessionFiles) -> list[str]:
             problems.append(f"{path}: not valid JSON ({exc})")
             continue
         versioned = rel.startswith("stages/") or rel == "session.json"
-        if versioned and (not isinstance(data, dict)
-                          or data.get("schema_version") != SCHEMA_VERSION):
+        if versioned and (
+            not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION
+        ):
             found = data.get("schema_version") if isinstance(data, dict) else None
             problems.append(f"{path}: schema_version {found!r}, expected {SCHEMA_VERSION}")
     return problems
@@ -65,24 +66,36 @@ def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]
         "summary": summarize(events, state, busy=files.is_busy()),
         "gates": state.get("gates") or {},
         "verdict": ((state.get("outputs") or {}).get("validation-summary") or {})
-        .get("payload", {}).get("verdict"),
+        .get("payload", {})
+        .get("verdict"),
         "last_error": last_error(events),
         "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
         "blocking": [],
-        "overrides": [{"gate": int(n), **o} for n, g in sorted((state.get("gates") or {}).items())
-                      for o in g.get("overrides", [])],
+        "overrides": [
+            {"gate": int(n), **o}
+            for n, g in sorted((state.get("gates") or {}).items())
+            for o in g.get("overrides", [])
+        ],
     }
     if state.get("anchor"):
         try:
             anchor = ConceptAnchor.model_validate(state["anchor"])
             out["open_ambiguities"] = [
-                {"invariant": i.property, "confidence": i.confidence, "ambiguity": i.ambiguity,
-                 "options": i.clarification_options} for i in anchor.open_ambiguities()]
+                {
+                    "invariant": i.property,
+                    "confidence": i.confidence,
+                    "ambiguity": i.ambiguity,
+                    "options": i.clarification_options,
+                }
+                for i in anchor.open_ambiguities()
+            ]
         except ValueError as exc:
             out["broken_files"].append(f"concept anchor in state: {exc}")
     if gate is not None:
         with contextlib.suppress(HaythamError):
-            out["blocking"] = [{"id": b.id, "stage": b.stage, "message": b.message}
-                               for b in open_blocking(state, phase_for_gate(gate))]
+            out["blocking"] = [
+                {"id": b.id, "stage": b.stage, "message": b.message}
+                for b in open_blocking(state, phase_for_gate(gate))
+            ]
     return out

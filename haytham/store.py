@@ -43,7 +43,9 @@ def now() -> str:
 
 def validate_session_id(session_id: str) -> str:
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
-        shown = session_id if isinstance(session_id, str) and len(session_id) <= 80 else "(too long)"
+        shown = (
+            session_id if isinstance(session_id, str) and len(session_id) <= 80 else "(too long)"
+        )
         raise InputError(
             f"Invalid session id {shown!r}: use 1-64 characters from a-z, 0-9 and '-'."
         )
@@ -149,8 +151,10 @@ class SessionFiles:
         path = self.root / rel
         base = self.root.resolve()
         if not path.parent.resolve().is_relative_to(base):
-            raise InputError(f"{path} resolves outside session {self.session_id} (a symbolic "
-                             "link?); refusing to touch it.")
+            raise InputError(
+                f"{path} resolves outside session {self.session_id} (a symbolic "
+                "link?); refusing to touch it."
+            )
         return path
 
     # -- io ----------------------------------------------------------------------------------
@@ -305,7 +309,8 @@ class SessionStore:
         if not self.root.is_dir():
             return []
         return sorted(
-            p.name for p in self.root.iterdir()
+            p.name
+            for p in self.root.iterdir()
             if p.is_dir() and not p.is_symlink() and SESSION_ID.fullmatch(p.name)
         )
 

@@ -70,8 +70,11 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     """A one-sentence message and a type name for ``exc`` (never a traceback)."""
     if isinstance(exc, HaythamError):
         return str(exc), type(exc).__name__
-    return (f"Unexpected error ({type(exc).__name__}): {exc}. The session's saved work is kept; "
-            "resume to try again.", type(exc).__name__)
+    return (
+        f"Unexpected error ({type(exc).__name__}): {exc}. The session's saved work is kept; "
+        "resume to try again.",
+        type(exc).__name__,
+    )
 
 
 class RunWorker:
@@ -88,11 +91,17 @@ class RunWorker:
         with self._lock:
             slot = self._slots.get(session_id)
             if slot is not None and slot.job.alive:
-                raise SessionLocked(f"Session {session_id} is already running ({slot.job.label}); "
-                                    "wait for it to finish.")
+                raise SessionLocked(
+                    f"Session {session_id} is already running ({slot.job.label}); "
+                    "wait for it to finish."
+                )
             job = Job(session_id=session_id, label=label, state="running", started_at=time.time())
-            thread = threading.Thread(target=self._work, args=(session_id, fn),
-                                      name=f"haytham-run-{session_id}", daemon=True)
+            thread = threading.Thread(
+                target=self._work,
+                args=(session_id, fn),
+                name=f"haytham-run-{session_id}",
+                daemon=True,
+            )
             self._slots[session_id] = _Slot(job, thread)
             thread.start()
             return job
@@ -157,8 +166,11 @@ class RunWorker:
             kind, stage = ev.get("type"), ev.get("stage")
             if kind == "stage_started" and stage:
                 open_stage = StageProgress(stage, _timestamp(ev.get("ts")))
-            elif kind in ("stage_completed", "stage_failed") and open_stage and \
-                    stage == open_stage.stage:
+            elif (
+                kind in ("stage_completed", "stage_failed")
+                and open_stage
+                and stage == open_stage.stage
+            ):
                 open_stage = None
         return open_stage
 

@@ -25,14 +25,23 @@ POWER8 = ROOT / "tests" / "fixtures" / "cassettes" / "power_of_8"
 # inconclusive, which blocks Gate 1 until overridden)
 CASSETTE = POWER8 / "full" if (POWER8 / "full").is_dir() else POWER8 / "pipeline.jsonl"
 IDEA = (ROOT / "tests" / "fixtures" / "ideas" / "power_of_8.md").read_text("utf-8").strip()
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 WAIT_MS = 30_000
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at "
-                       "/usr/bin/chromium (make browser installs it); no browser is downloaded"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian's chromium is not installed at "
+        "/usr/bin/chromium (make browser installs it); no browser is downloaded",
+    ),
 ]
 
 
@@ -45,16 +54,36 @@ def _free_port() -> int:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "HAYTHAM_PROVIDER": "replay", "HAYTHAM_CASSETTE": str(CASSETTE),
-           "HAYTHAM_SESSIONS_DIR": str(tmp_path / "sessions"), "HAYTHAM_RETRY_DELAY": "0"}
+    env = {
+        **os.environ,
+        "HAYTHAM_PROVIDER": "replay",
+        "HAYTHAM_CASSETTE": str(CASSETTE),
+        "HAYTHAM_SESSIONS_DIR": str(tmp_path / "sessions"),
+        "HAYTHAM_RETRY_DELAY": "0",
+    }
     streamlit = Path(sys.executable).parent / "streamlit"
     log = (tmp_path / "streamlit.log").open("w")
     proc = subprocess.Popen(
-        [str(streamlit), "run", str(ROOT / "frontend_streamlit" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            str(streamlit),
+            "run",
+            str(ROOT / "frontend_streamlit" / "app.py"),
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -24,35 +24,45 @@ def dims(*scores):
     return [Dimension(name=f"d{i}", score=s) for i, s in enumerate(scores)]
 
 
-@pytest.mark.parametrize(("knock", "scores", "risk", "expected"), [
-    (True, (5, 5), "low", "GO"),
-    (False, (5, 5), "low", "NO-GO"),
-    (True, (2, 2), "low", "NO-GO"),
-    (True, (4, 4), "high", "PIVOT"),
-    (True, (3, 3), "low", "PIVOT"),
-    (True, (4, 3), "medium", "GO"),
-])
+@pytest.mark.parametrize(
+    ("knock", "scores", "risk", "expected"),
+    [
+        (True, (5, 5), "low", "GO"),
+        (False, (5, 5), "low", "NO-GO"),
+        (True, (2, 2), "low", "NO-GO"),
+        (True, (4, 4), "high", "PIVOT"),
+        (True, (3, 3), "low", "PIVOT"),
+        (True, (4, 3), "medium", "GO"),
+    ],
+)
 def test_verdict_rule(knock, scores, risk, expected):
     assert verdict([Knockout(criterion="k", passed=knock)], dims(*scores), risk)[0] == expected
 
 
 def test_model_cannot_set_the_verdict():
-    payload = {"knockout_criteria": [{"criterion": "legal", "passed": False}],
-               "dimensions": [{"name": "demand", "score": 5}],
-               "executive_summary": "x", "verdict": "GO", "verdict_reason": "I say so"}
-    out = ValidationSummaryOutput.model_validate(
-        {"tldr": "t", "content": "c", "payload": payload})
+    payload = {
+        "knockout_criteria": [{"criterion": "legal", "passed": False}],
+        "dimensions": [{"name": "demand", "score": 5}],
+        "executive_summary": "x",
+        "verdict": "GO",
+        "verdict_reason": "I say so",
+    }
+    out = ValidationSummaryOutput.model_validate({"tldr": "t", "content": "c", "payload": payload})
     decided = finalize(out, StageView(idea="", outputs={}))
     assert decided.payload.verdict == "NO-GO"
     assert "legal" in decided.payload.verdict_reason
-    assert "verdict" not in str(ValidationSummaryOutput.model_json_schema()["$defs"]
-                                ["ValidationSummary"]["properties"])
+    assert "verdict" not in str(
+        ValidationSummaryOutput.model_json_schema()["$defs"]["ValidationSummary"]["properties"]
+    )
 
 
 def test_risk_level_rule():
-    claim = lambda sev, sup: AssessedClaim(statement="s", origin="inferred", severity=sev,  # noqa: E731
-                                           support=sup)
-    risk = lambda lk, im: Risk(risk="r", likelihood=lk, impact=im)  # noqa: E731
+    def claim(sev, sup):
+        return AssessedClaim(statement="s", origin="inferred", severity=sev, support=sup)
+
+    def risk(lk, im):
+        return Risk(risk="r", likelihood=lk, impact=im)
+
     assert risk_level([claim("high", "unsupported")], [risk("low", "low")]) == "high"
     assert risk_level([claim("low", "supported")], [risk("high", "high")] * 2) == "high"
     assert risk_level([claim("high", "partial")], [risk("low", "low")]) == "medium"
@@ -61,8 +71,14 @@ def test_risk_level_rule():
 
 
 def story(i, *deps):
-    return Story(id=f"STORY-{i:03d}", title="t", component="app", layer="frontend",
-                 implements=["CAP-F-001"], depends_on=[f"STORY-{d:03d}" for d in deps])
+    return Story(
+        id=f"STORY-{i:03d}",
+        title="t",
+        component="app",
+        layer="frontend",
+        implements=["CAP-F-001"],
+        depends_on=[f"STORY-{d:03d}" for d in deps],
+    )
 
 
 def test_story_order_is_topological_with_ties_by_id():
@@ -77,8 +93,12 @@ def test_story_cycles_are_reported():
 
 
 def inv(**kw):
-    base = {"property": "access_model", "value": "closed", "source": "his patients",
-            "confidence": 0.95}
+    base = {
+        "property": "access_model",
+        "value": "closed",
+        "source": "his patients",
+        "confidence": 0.95,
+    }
     return {**base, **kw}
 
 
@@ -87,34 +107,49 @@ def test_ambiguous_invariant_needs_explanation_and_options():
         Invariant.model_validate(inv(confidence=0.6))
     with pytest.raises(ValidationError, match="2-3 clarification options"):
         Invariant.model_validate(inv(confidence=0.6, ambiguity="?", clarification_options=["a"]))
-    ok = Invariant.model_validate(inv(confidence=0.6, ambiguity="?",
-                                      clarification_options=["a", "b"]))
+    ok = Invariant.model_validate(
+        inv(confidence=0.6, ambiguity="?", clarification_options=["a", "b"])
+    )
     assert ok.is_ambiguous
 
 
 def test_clarify_rejects_choices_outside_the_options():
-    anchor = ConceptAnchor.model_validate({"intent": {"goal": "g"}, "invariants": [
-        inv(property="session_medium", confidence=0.5, ambiguity="?",
-            clarification_options=["Video call", "Text chat"])]})
+    anchor = ConceptAnchor.model_validate(
+        {
+            "intent": {"goal": "g"},
+            "invariants": [
+                inv(
+                    property="session_medium",
+                    confidence=0.5,
+                    ambiguity="?",
+                    clarification_options=["Video call", "Text chat"],
+                )
+            ],
+        }
+    )
     with pytest.raises(InputError, match="not an option"):
         anchor.clarify("session_medium", "carrier pigeon")
-    assert anchor.clarify("session-medium", "text chat").invariant(
-        "session_medium").value == "Text chat"
+    assert (
+        anchor.clarify("session-medium", "text chat").invariant("session_medium").value
+        == "Text chat"
+    )
     assert anchor.clarify("session_medium", "1").invariant("session_medium").value == "Video call"
 
 
 def test_model_cannot_mark_an_invariant_clarified():
     schema = str(ConceptAnchor.model_json_schema())
     assert "user_clarified" not in schema and "auto_resolved" not in schema
-    anchor = ConceptAnchor.model_validate({"intent": {"goal": "g"}, "invariants": [
-        inv(user_clarified=True)]}).as_extracted()
+    anchor = ConceptAnchor.model_validate(
+        {"intent": {"goal": "g"}, "invariants": [inv(user_clarified=True)]}
+    ).as_extracted()
     assert not anchor.invariants[0].user_clarified
 
 
 def test_tolerant_keys_match_case_and_separators_but_misses_fail():
-    data = {"Intent": {"Goal": "g", "Non-Goals": ["x"]},
-            "INVARIANTS": [{"Property": "access model", "value": "v", "Source": "s",
-                            "confidence": 1}]}
+    data = {
+        "Intent": {"Goal": "g", "Non-Goals": ["x"]},
+        "INVARIANTS": [{"Property": "access model", "value": "v", "Source": "s", "confidence": 1}],
+    }
     anchor = parse_contract(ConceptAnchor, data)
     assert anchor.intent.non_goals == ["x"] and anchor.invariants[0].property == "access_model"
     with pytest.raises(ContractViolation) as err:

@@ -43,7 +43,9 @@ def test_idea_to_gate_2(sessions: Path) -> None:
     assert at.button(key="approve_1").disabled
     radios = [r for r in at.radio if r.key and r.key.startswith(f"clarify_{sid}_")]
     assert {r.key.removeprefix(f"clarify_{sid}_") for r in radios} == {
-        "interaction_model", "session_medium"}
+        "interaction_model",
+        "session_medium",
+    }
     chosen = {}
     for r in radios:
         r.set_value(r.options[-1])

@@ -88,7 +88,8 @@ def test_confirm_needs_every_choice(sessions: Path) -> None:
     sid = session_at(1)
     at = app(sid, "pages/gate_1.py")
     at.radio(key=f"clarify_{sid}_interaction_model").set_value(
-        at.radio(key=f"clarify_{sid}_interaction_model").options[0])
+        at.radio(key=f"clarify_{sid}_interaction_model").options[0]
+    )
     at.button(key="confirm_clarifications").click().run()
     assert any("Pick an option for: session_medium" in e.value for e in at.error)
     assert gates_json(sessions, sid)["1"]["clarifications"] == []
@@ -105,8 +106,9 @@ def test_reject_ends_the_session(sessions: Path) -> None:
     assert gates_json(sessions, sid)["2"]["status"] == "rejected"
 
 
-def test_no_go_blocks_approval_until_proceed_anyway(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_go_blocks_approval_until_proceed_anyway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sessions = use_replay(tmp_path, monkeypatch, cassette=no_go_cassette(tmp_path))
     sid = session_at(1)
     at = app(sid, "pages/verdict.py")
@@ -125,7 +127,8 @@ def test_no_go_blocks_approval_until_proceed_anyway(tmp_path: Path,
     assert not at.exception and shows(at, "You chose to proceed anyway")
     overrides = gates_json(sessions, sid)["1"]["overrides"]
     assert [(o["target"], o["reason"]) for o in overrides] == [
-        ("verdict:NO-GO", "The founder will fund the pilot himself.")]
+        ("verdict:NO-GO", "The founder will fund the pilot himself.")
+    ]
 
     at.switch_page("pages/gate_1.py").run()
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
@@ -148,20 +151,52 @@ def _panel(state: dict) -> AppTest:
 
 
 def test_verification_panel_shows_every_kind_of_result() -> None:
-    state = {"verifications": {"WHAT": {
-        "phase": "WHAT", "passed": False, "status": "failed", "strategy": "single",
-        "invariants_honored": ["access_model"],
-        "invariants_violated": [
-            {"invariant": "group_structure", "violation": "groups of any size", "stage":
-             "mvp-scope", "severity": "blocking"},
-            {"invariant": "session_medium", "violation": "text only", "stage":
-             "capability-model", "severity": "warning"}],
-        "identity_preserved": [], "warnings": ["<b>check</b> the scheduling"],
-        "identity_genericized": [{"original_feature": "wish exchange", "generic_replacement":
-                                  "group chat", "stage": "mvp-scope"}]}},
-        "validations": {"mvp-scope": [{"validator": "invariant_coverage", "severity": "blocking",
-                                       "stage": "mvp-scope", "invariant": "group_structure",
-                                       "message": "no capability enforces 8", "evidence": ""}]}}
+    state = {
+        "verifications": {
+            "WHAT": {
+                "phase": "WHAT",
+                "passed": False,
+                "status": "failed",
+                "strategy": "single",
+                "invariants_honored": ["access_model"],
+                "invariants_violated": [
+                    {
+                        "invariant": "group_structure",
+                        "violation": "groups of any size",
+                        "stage": "mvp-scope",
+                        "severity": "blocking",
+                    },
+                    {
+                        "invariant": "session_medium",
+                        "violation": "text only",
+                        "stage": "capability-model",
+                        "severity": "warning",
+                    },
+                ],
+                "identity_preserved": [],
+                "warnings": ["<b>check</b> the scheduling"],
+                "identity_genericized": [
+                    {
+                        "original_feature": "wish exchange",
+                        "generic_replacement": "group chat",
+                        "stage": "mvp-scope",
+                    }
+                ],
+            }
+        },
+        "validations": {
+            "mvp-scope": [
+                {
+                    "validator": "invariant_coverage",
+                    "severity": "blocking",
+                    "stage": "mvp-scope",
+                    "invariant": "group_structure",
+                    "message": "no capability enforces 8",
+                    "evidence": "",
+                }
+            ]
+        },
+    }
     at = _panel(state)
     assert not at.exception
     assert any("Verifier: failed" in m.value for m in at.markdown)
@@ -172,15 +207,24 @@ def test_verification_panel_shows_every_kind_of_result() -> None:
     assert any(r"\<b\>check" in w.value for w in at.warning)
     assert at.dataframe[0].value.iloc[0]["validator"] == "invariant_coverage"
 
-    inconclusive = {"verifications": {"WHAT": {"phase": "WHAT", "passed": False,
-                                               "status": "inconclusive", "reason": "timeout"}}}
+    inconclusive = {
+        "verifications": {
+            "WHAT": {
+                "phase": "WHAT",
+                "passed": False,
+                "status": "inconclusive",
+                "reason": "timeout",
+            }
+        }
+    }
     at = _panel(inconclusive)
     assert any("could not decide" in w.value for w in at.warning)
     assert any("No validator has run" in c.value for c in at.caption)
 
 
-def test_blocking_items_disable_approve_until_overridden(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_blocking_items_disable_approve_until_overridden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pipeline.jsonl has no verifier turns: the verification is inconclusive, which blocks."""
     sessions = use_replay(tmp_path, monkeypatch, cassette=PIPELINE_ONLY)
     sid = session_at(1)
@@ -192,7 +236,9 @@ def test_blocking_items_disable_approve_until_overridden(tmp_path: Path,
     assert at.button(key="approve_1").disabled
     assert shows(at, "1 blocking item(s) are open")
     assert at.selectbox(key="override_target_1").options == [
-        "all open items", "verification:inconclusive"]
+        "all open items",
+        "verification:inconclusive",
+    ]
 
     at.button(key="override_1").click().run()  # no reason
     assert any("needs a reason" in e.value for e in at.error)

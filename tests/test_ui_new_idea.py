@@ -38,12 +38,16 @@ def test_local_provider_shows_the_caveat(tmp_path: Path, monkeypatch: pytest.Mon
     assert not at.exception
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "The idea is empty"),
-    ("an app for dogs", "write at least 10"),
-])
-def test_bad_input_is_an_inline_message_and_creates_nothing(sessions: Path, text: str,
-                                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "The idea is empty"),
+        ("an app for dogs", "write at least 10"),
+    ],
+)
+def test_bad_input_is_an_inline_message_and_creates_nothing(
+    sessions: Path, text: str, message: str
+) -> None:
     at = app()
     at.text_area(key="idea_text").input(text)
     at.button(key="start").click().run()

@@ -39,7 +39,8 @@ def test_stories_table_filters_traceability_and_exports(finished: str) -> None:
 
     trace = at.dataframe[1].value
     assert {"capability-model (Gate 2)", "architecture-decisions (Gate 3)"} <= set(
-        trace["defined in"])
+        trace["defined in"]
+    )
     cap = trace[trace["implements"] == "CAP-F-001"].iloc[0]
     assert cap["name"] == "Invite existing patients"
     assert cap["review"] == f"./gate_2?session={finished}"
@@ -54,9 +55,9 @@ def test_stories_table_filters_traceability_and_exports(finished: str) -> None:
     assert all(not d.proto.disabled for d in downloads)
 
 
-def test_stories_page_before_stories_offers_markdown_and_json(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch
-                                                              ) -> None:
+def test_stories_page_before_stories_offers_markdown_and_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     use_replay(tmp_path, monkeypatch)
     sid = session_at(2)
     at = app(sid, "pages/stories.py")
@@ -83,20 +84,35 @@ def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
 def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_path: Path) -> None:
     from components.fidelity_data import compliance_matrix, divergence_frame
 
-    curve = divergence_frame({"mvp-scope": {"idea": 0.8, "anchor": 0.9},
-                              "idea-analysis": {"idea": 0.95, "anchor": 0.93},
-                              "story-generation": 0.6})
+    curve = divergence_frame(
+        {
+            "mvp-scope": {"idea": 0.8, "anchor": 0.9},
+            "idea-analysis": {"idea": 0.95, "anchor": 0.93},
+            "story-generation": 0.6,
+        }
+    )
     assert list(curve.index) == ["01 idea-analysis", "05 mvp-scope", "10 story-generation"]
     assert curve.loc["10 story-generation", "anchor"] == 0.6
 
-    state = {"anchor": {"invariants": [{"property": "group_structure"},
-                                       {"property": "session_medium"}]},
-             "outputs": {"mvp-scope": {"anchor_compliance": {
-                 "invariants_preserved": ["group_structure"],
-                 "invariants_overridden": [{"invariant": "session_medium", "reason": "x"}]}},
-                 "capability-model": {"anchor_compliance": {}}},
-             "verifications": {"WHAT": {"invariants_violated": [
-                 {"invariant": "group_structure", "stage": "capability-model"}]}}}
+    state = {
+        "anchor": {"invariants": [{"property": "group_structure"}, {"property": "session_medium"}]},
+        "outputs": {
+            "mvp-scope": {
+                "anchor_compliance": {
+                    "invariants_preserved": ["group_structure"],
+                    "invariants_overridden": [{"invariant": "session_medium", "reason": "x"}],
+                }
+            },
+            "capability-model": {"anchor_compliance": {}},
+        },
+        "verifications": {
+            "WHAT": {
+                "invariants_violated": [
+                    {"invariant": "group_structure", "stage": "capability-model"}
+                ]
+            }
+        },
+    }
     matrix = compliance_matrix(state)
     assert matrix.loc["group_structure"].tolist() == ["✓ honored", "✗ violated"]
     assert matrix.loc["session_medium"].tolist() == ["↻ overridden", "· not mentioned"]

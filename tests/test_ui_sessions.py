@@ -74,8 +74,10 @@ def test_two_tabs_keep_their_own_session(sessions: Path) -> None:
 def test_a_broken_session_is_listed_with_its_problem(sessions: Path) -> None:
     session_at(1, sid="ok")
     with service() as svc:
-        broken = svc.create_session("a perfectly fine idea about a tool for the local library "
-                                    "that lends board games", session_id="broken")
+        broken = svc.create_session(
+            "a perfectly fine idea about a tool for the local library that lends board games",
+            session_id="broken",
+        )
     (sessions / broken / "state.db").write_text("not a database")
     at = app(page="pages/sessions.py")
     assert not at.exception

@@ -31,8 +31,9 @@ if str(FRONTEND) not in sys.path:
     sys.path.insert(0, str(FRONTEND))
 
 
-def ui_env(mp: pytest.MonkeyPatch, sessions: Path, cassette: Path = CASSETTE,
-           provider: str = "replay") -> None:
+def ui_env(
+    mp: pytest.MonkeyPatch, sessions: Path, cassette: Path = CASSETTE, provider: str = "replay"
+) -> None:
     """Point the app at a sessions folder and the replay cassette, as the CLI flags would."""
     mp.setenv("HAYTHAM_PROVIDER", provider)
     mp.setenv("HAYTHAM_CASSETTE", str(cassette))
@@ -112,8 +113,12 @@ def gates_json(sessions: Path, sid: str) -> dict:
 def cassette_entries() -> list[dict]:
     """Every recorded turn of :data:`CASSETTE` (a file, or a folder of ``*.jsonl``)."""
     files = sorted(CASSETTE.glob("*.jsonl")) if CASSETTE.is_dir() else [CASSETTE]
-    return [json.loads(line) for f in files for line in f.read_text("utf-8").splitlines()
-            if line.strip()]
+    return [
+        json.loads(line)
+        for f in files
+        for line in f.read_text("utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def write_cassette(path: Path, entries: list[dict]) -> Path:

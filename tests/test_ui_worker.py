@@ -61,10 +61,13 @@ def test_a_second_run_of_the_same_session_is_refused(sessions: Path) -> None:
         assert worker.wait("t", 10).outcome.status == "done"
 
 
-def test_failures_become_messages_and_resume_retries(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    partial = write_cassette(tmp_path / "partial.jsonl", [
-        e for e in cassette_entries() if e["agent"] != "risk-assessment"])
+def test_failures_become_messages_and_resume_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partial = write_cassette(
+        tmp_path / "partial.jsonl",
+        [e for e in cassette_entries() if e["agent"] != "risk-assessment"],
+    )
     use_replay(tmp_path, monkeypatch, cassette=partial)
     with service() as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="fails")

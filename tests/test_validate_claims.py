@@ -49,17 +49,22 @@ def test_web_search_claim_matched_by_tool_result(tmp_path: Path) -> None:
     no_calls = Snapshot(s.idea, s.anchor, s.outputs, ())
     assert len(found(no_calls)) == 2
     # the whole event shape is accepted too
-    events = tuple({"ts": "t", "type": "tool_call", "stage": c["stage"], "data": dict(c)}
-                   for c in s.tool_calls)
+    events = tuple(
+        {"ts": "t", "type": "tool_call", "stage": c["stage"], "data": dict(c)} for c in s.tool_calls
+    )
     assert found(Snapshot(s.idea, s.anchor, s.outputs, events)) == []
 
 
 def test_number_must_match_even_with_a_real_url(tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
-    claims = [Claim(statement="The global digital mental health market was $31 billion in 2023.",
-                    source="web_search",
-                    evidence="https://www.grandviewresearch.com/industry-analysis/"
-                             "digital-mental-health-market")]
+    claims = [
+        Claim(
+            statement="The global digital mental health market was $31 billion in 2023.",
+            source="web_search",
+            evidence="https://www.grandviewresearch.com/industry-analysis/"
+            "digital-mental-health-market",
+        )
+    ]
     (f,) = found(with_claims(s, "market-context", claims))
     assert "no logged search result supports" in f.message
 
@@ -78,8 +83,9 @@ def test_phantom_founder_claims(tmp_path: Path) -> None:
 
 def test_founder_claims_supported_by_the_idea() -> None:
     idea = "I want an app for my existing patients where eight people gather in online sessions."
-    share, _, unknown = founder_support("Existing patients gather in online sessions of eight",
-                                        idea)
+    share, _, unknown = founder_support(
+        "Existing patients gather in online sessions of eight", idea
+    )
     assert share >= 0.8 and unknown == []
     share, missing, _ = founder_support("The app involves minimal technical complexity", idea)
     assert share < 0.45 and "minimal" in missing

@@ -37,7 +37,13 @@ def test_json_by_session_id_and_by_copied_path(tmp_path: Path) -> None:
     data = json.loads(out)
     assert set(data) == {"findings", "divergence"} and data["divergence"] == {}
     assert data["findings"] and set(data["findings"][0]) == {
-        "validator", "severity", "stage", "invariant", "message", "evidence"}
+        "validator",
+        "severity",
+        "stage",
+        "invariant",
+        "message",
+        "evidence",
+    }
     elsewhere = tmp_path / "copied" / "somewhere"
     shutil.copytree(sessions / "20260210-p8", elsewhere)
     code, out2, _ = run(str(elsewhere), tmp_path / "unrelated")

@@ -66,9 +66,17 @@ def test_divergence_curve_for_a_faithful_session(embedder: Embedder, tmp_path: P
     report = run_validators(snap("power_of_8", tmp_path), settings=ON, embedder=embedder)
     assert report.findings == []
     assert list(report.divergence) == [
-        "idea-analysis", "market-context", "risk-assessment", "validation-summary", "mvp-scope",
-        "capability-model", "system-traits", "build-buy-analysis", "architecture-decisions",
-        "story-generation"]
+        "idea-analysis",
+        "market-context",
+        "risk-assessment",
+        "validation-summary",
+        "mvp-scope",
+        "capability-model",
+        "system-traits",
+        "build-buy-analysis",
+        "architecture-decisions",
+        "story-generation",
+    ]
     assert report.divergence["story-generation"]["anchor"] >= 0.6  # ADR-022 7e target
     assert set(report.divergence["mvp-scope"]) == {"idea", "anchor"}
 
@@ -82,8 +90,9 @@ def test_post_validator_embeds_only_what_it_needs(embedder: Embedder, tmp_path: 
 def test_possibly_dropped_identity(embedder: Embedder, tmp_path: Path) -> None:
     """The live circle replaced by an async board: the gathering's best match falls far below
     the idea's own."""
-    report = run_validators(snap("power_of_8__async_wish_board", tmp_path), settings=ON,
-                            embedder=embedder)
+    report = run_validators(
+        snap("power_of_8__async_wish_board", tmp_path), settings=ON, embedder=embedder
+    )
     fs = report.by_validator("embedding_divergence")
     assert any("possibly dropped from mvp-scope" in f.message for f in fs)
     assert all(f.stage == "mvp-scope" for f in fs)
@@ -96,11 +105,21 @@ def test_out_of_scope_item_honouring_the_anchor(embedder: Embedder, tmp_path: Pa
 
 
 def test_opposed_term_polarity() -> None:
-    assert _opposed_term("Real-time is not needed for this MVP",
-                         "We recommend Supabase for its real-time subscriptions") == "realtime"
+    assert (
+        _opposed_term(
+            "Real-time is not needed for this MVP",
+            "We recommend Supabase for its real-time subscriptions",
+        )
+        == "realtime"
+    )
     assert _opposed_term("Live video for eight", "Live video for all eight people") is None
-    assert _opposed_term("A wish cannot be saved without a therapy topic",
-                         "Record the wish and its therapy topic") is None
+    assert (
+        _opposed_term(
+            "A wish cannot be saved without a therapy topic",
+            "Record the wish and its therapy topic",
+        )
+        is None
+    )
 
 
 def test_contradiction_quiet_on_faithful(embedder: Embedder, tmp_path: Path) -> None:
@@ -113,21 +132,27 @@ def test_low_pair_similarity_is_reported(embedder: Embedder, tmp_path: Path) -> 
     s = snap("power_of_8", tmp_path)
     strict = ON.model_copy(update={"pair_floor": 0.99})
     fs = run_validators(s, settings=strict, embedder=embedder).by_validator(
-        "embedding_contradiction")
-    assert {f.stage for f in fs} == {"build-buy-analysis", "architecture-decisions",
-                                     "story-generation"}
+        "embedding_contradiction"
+    )
+    assert {f.stage for f in fs} == {
+        "build-buy-analysis",
+        "architecture-decisions",
+        "story-generation",
+    }
 
 
 def test_embeddings_off_skips_them(tmp_path: Path) -> None:
-    report = run_validators(snap("power_of_8", tmp_path),
-                            settings=ValidatorSettings(embeddings=False))
+    report = run_validators(
+        snap("power_of_8", tmp_path), settings=ValidatorSettings(embeddings=False)
+    )
     assert report.divergence == {}
 
 
 def test_calibration_targets_with_embeddings(embedder: Embedder, tmp_path: Path) -> None:
     """All validators on every labelled case: >= 90 % detected, <= 10 % faithful flagged."""
     cases = load_cases(DRIFT, tmp_path)
-    cal = score([(c, run_validators(load_snapshot(c.path), settings=ON, embedder=embedder))
-                 for c in cases])
+    cal = score(
+        [(c, run_validators(load_snapshot(c.path), settings=ON, embedder=embedder)) for c in cases]
+    )
     assert cal.detection_rate >= 0.9, cal.missed
     assert cal.false_positive_rate <= 0.1, cal.flagged

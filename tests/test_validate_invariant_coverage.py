@@ -36,17 +36,26 @@ def test_power_of_8_group_structure_scoped_out(tmp_path: Path) -> None:
 
 
 def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
-    for name in ("power_of_8", "cli_planlint", "api_redact", "market_homecooks", "web_quiz",
-                 "mobile_birdcount", "power_of_8__partial_stage6"):
+    for name in (
+        "power_of_8",
+        "cli_planlint",
+        "api_redact",
+        "market_homecooks",
+        "web_quiz",
+        "mobile_birdcount",
+        "power_of_8__partial_stage6",
+    ):
         assert found(snap(name, tmp_path)) == [], name
 
 
 def test_dropped_invariants_are_found(tmp_path: Path) -> None:
-    cases = {"power_of_8__timing_dropped": "timing_constraint",
-             "api_redact__audit_dropped": "audit_trail",
-             "market_homecooks__radius_dropped": "service_radius",
-             "web_quiz__no_text_format": "question_format",
-             "cli_planlint__pricing_api_online": "data_locality"}
+    cases = {
+        "power_of_8__timing_dropped": "timing_constraint",
+        "api_redact__audit_dropped": "audit_trail",
+        "market_homecooks__radius_dropped": "service_radius",
+        "web_quiz__no_text_format": "question_format",
+        "cli_planlint__pricing_api_online": "data_locality",
+    }
     for name, prop in cases.items():
         fs = found(snap(name, tmp_path))
         assert any(f.invariant == prop and f.stage == "mvp-scope" for f in fs), name
@@ -66,9 +75,12 @@ def test_override_with_reason_is_honoured(tmp_path: Path) -> None:
 def test_override_without_reason_is_reported(tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
     comp = s.outputs["system-traits"].anchor_compliance
-    comp = comp.model_copy(update={
-        "invariants_preserved": [p for p in comp.invariants_preserved if p != "session_medium"],
-        "invariants_overridden": [InvariantOverride(invariant="session_medium", reason="n/a")]})
+    comp = comp.model_copy(
+        update={
+            "invariants_preserved": [p for p in comp.invariants_preserved if p != "session_medium"],
+            "invariants_overridden": [InvariantOverride(invariant="session_medium", reason="n/a")],
+        }
+    )
     (f,) = found(replace_output(s, "system-traits", anchor_compliance=comp))
     assert f.invariant == "session_medium" and "without a real reason" in f.message
 
@@ -83,14 +95,19 @@ def test_unlisted_invariant_in_a_how_stage(tmp_path: Path) -> None:
 
 def test_genericized_identity(tmp_path: Path) -> None:
     fs = found(snap("power_of_8__async_wish_board", tmp_path))
-    assert any(f.invariant is None and "genericizes identity feature" in f.message
-               and "Synchronous group gathering" in f.message for f in fs)
+    assert any(
+        f.invariant is None
+        and "genericizes identity feature" in f.message
+        and "Synchronous group gathering" in f.message
+        for f in fs
+    )
 
 
 def test_self_reported_genericization(tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
     comp = s.outputs["mvp-scope"].anchor_compliance.model_copy(
-        update={"identity_features_genericized": ["Synchronous group gathering"]})
+        update={"identity_features_genericized": ["Synchronous group gathering"]}
+    )
     (f,) = found(replace_output(s, "mvp-scope", anchor_compliance=comp))
     assert "reports genericizing" in f.message
 

@@ -31,8 +31,12 @@ def test_full_session_loads(session: Path) -> None:
 
 
 def test_missing_later_stages_are_fine(session: Path) -> None:
-    for d in ("07-system-traits", "08-build-buy-analysis", "09-architecture-decisions",
-              "10-story-generation"):
+    for d in (
+        "07-system-traits",
+        "08-build-buy-analysis",
+        "09-architecture-decisions",
+        "10-story-generation",
+    ):
         shutil.rmtree(session / "stages" / d)
     (session / "events.jsonl").unlink()
     snap = load_snapshot(session)
@@ -73,8 +77,9 @@ def test_not_a_folder(tmp_path: Path) -> None:
 
 def test_truncated_last_event_line_is_skipped(session: Path) -> None:
     events = session / "events.jsonl"
-    events.write_text(events.read_text(encoding="utf-8") + '{"ts": "x", "type": "tool_ca',
-                      encoding="utf-8")
+    events.write_text(
+        events.read_text(encoding="utf-8") + '{"ts": "x", "type": "tool_ca', encoding="utf-8"
+    )
     assert len(load_snapshot(session).tool_calls) == 2
     events.write_text('{"broken\n' + events.read_text(encoding="utf-8"), encoding="utf-8")
     with pytest.raises(SessionCorrupt, match="line 1"):
@@ -86,8 +91,15 @@ def test_every_fixture_case_loads_and_validates(tmp_path: Path) -> None:
     assert len(cases) >= 30
     assert sum(c.drift is None for c in cases) >= 10
     kinds = {c.drift for c in cases if c.drift}
-    assert {"dropped_invariant", "genericized_identity", "trait_contradiction", "appetite_breach",
-            "framework_conflict", "unsourced_statistic", "phantom_founder_claim"} <= kinds
+    assert {
+        "dropped_invariant",
+        "genericized_identity",
+        "trait_contradiction",
+        "appetite_breach",
+        "framework_conflict",
+        "unsourced_statistic",
+        "phantom_founder_claim",
+    } <= kinds
     for case in cases:
         snap = load_snapshot(case.path)  # every stage output validates against its schema
         assert snap.anchor is not None and snap.outputs
@@ -98,5 +110,12 @@ def test_patch_that_no_longer_applies_fails_loudly(tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(case.path, copy)
     with pytest.raises(CaseError, match="not found"):
-        apply_patch(copy, {"op": "replace_text", "file": "concept_anchor.json",
-                           "find": "zzz-not-there", "replace": "y"})
+        apply_patch(
+            copy,
+            {
+                "op": "replace_text",
+                "file": "concept_anchor.json",
+                "find": "zzz-not-there",
+                "replace": "y",
+            },
+        )

@@ -28,8 +28,9 @@ def snap(name: str, tmp_path: Path) -> Snapshot:
 
 
 def test_settings_from_env() -> None:
-    s = ValidatorSettings.from_env({"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagation, appetite",
-                                    "HAYTHAM_EMBEDDINGS": "off"})
+    s = ValidatorSettings.from_env(
+        {"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagation, appetite", "HAYTHAM_EMBEDDINGS": "off"}
+    )
     assert s.blocking == frozenset({"trait_propagation", "appetite"}) and not s.embeddings
     assert ValidatorSettings.from_env({}).embeddings
     with pytest.raises(ConfigError, match="unknown validator"):
@@ -58,16 +59,21 @@ def test_stage_filter_keeps_only_that_subject(tmp_path: Path) -> None:
 
 
 def test_findings_are_ordered_by_stage(tmp_path: Path) -> None:
-    report = run_validators(snap("power_of_8__realtime_false_vs_subscriptions", tmp_path),
-                            settings=LEX)
+    report = run_validators(
+        snap("power_of_8__realtime_false_vs_subscriptions", tmp_path), settings=LEX
+    )
     order = [spec.slug for spec in STAGES]
     stages = [f.stage for f in report.findings]
     assert len(set(stages)) >= 3 and stages == sorted(stages, key=order.index)
 
 
 def test_concurrent_sessions_in_threads(tmp_path: Path) -> None:
-    names = ["power_of_8__open_registration", "power_of_8", "web_quiz__eleven_stories_small",
-             "api_redact__express_and_fastapi"] * 3
+    names = [
+        "power_of_8__open_registration",
+        "power_of_8",
+        "web_quiz__eleven_stories_small",
+        "api_redact__express_and_fastapi",
+    ] * 3
     snaps = [snap(n, tmp_path / str(i)) for i, n in enumerate(names)]
     serial = [run_validators(s, settings=LEX) for s in snaps]
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -84,8 +90,9 @@ def test_idea_only_session(tmp_path: Path) -> None:
 def test_lexical_calibration_targets(tmp_path: Path) -> None:
     """>= 90 % of injected drifts detected and <= 10 % of faithful sessions flagged."""
     cases = load_cases(DRIFT, tmp_path)
-    cal = score([(c, run_validators(load_snapshot(c.path), settings=LEX)) for c in cases],
-                VALIDATOR_NAMES)
+    cal = score(
+        [(c, run_validators(load_snapshot(c.path), settings=LEX)) for c in cases], VALIDATOR_NAMES
+    )
     assert cal.drift_cases >= 30 and cal.faithful_cases >= 10
     assert cal.detection_rate >= 0.9, cal.missed
     assert cal.false_positive_rate <= 0.1, cal.flagged

@@ -64,8 +64,10 @@ def test_affirmed_terms_drop_negated_clause() -> None:
 
 def test_markdown_out_of_scope_sections_are_excluded() -> None:
     segs = markdown_segments("## In scope\n- Live video circles\n\n## Out of scope\n- Group chat\n")
-    assert [(s.text, s.excluded) for s in segs] == [("Live video circles", False),
-                                                   ("Group chat", True)]
+    assert [(s.text, s.excluded) for s in segs] == [
+        ("Live video circles", False),
+        ("Group chat", True),
+    ]
 
 
 def test_quantities_parse_and_compare() -> None:

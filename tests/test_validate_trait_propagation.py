@@ -41,8 +41,14 @@ def test_power_of_8_open_registration(tmp_path: Path) -> None:
 
 
 def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
-    for name in ("power_of_8", "cli_planlint", "api_redact", "market_homecooks", "web_quiz",
-                 "mobile_birdcount"):
+    for name in (
+        "power_of_8",
+        "cli_planlint",
+        "api_redact",
+        "market_homecooks",
+        "web_quiz",
+        "mobile_birdcount",
+    ):
         assert found(snap(name, tmp_path)) == [], name
 
 
@@ -61,8 +67,9 @@ def test_request_response_is_not_realtime(tmp_path: Path) -> None:
 def test_structured_tag_and_denied_realtime(tmp_path: Path) -> None:
     s = snap("web_quiz", tmp_path)
     bb = s.outputs["build-buy-analysis"]
-    item = bb.payload.items[0].model_copy(update={
-        "rationale": "Polling instead of WebSockets; students refresh", "requires": []})
+    item = bb.payload.items[0].model_copy(
+        update={"rationale": "Polling instead of WebSockets; students refresh", "requires": []}
+    )
     items = [item, *bb.payload.items[1:]]
     out = bb.model_copy(update={"payload": bb.payload.model_copy(update={"items": items})})
     s2 = Snapshot(s.idea, s.anchor, {**s.outputs, "build-buy-analysis": out}, s.tool_calls)
@@ -80,8 +87,11 @@ def test_traits_contradict_synchronous_anchor(tmp_path: Path) -> None:
     fs = found(snap("web_quiz__realtime_false", tmp_path))
     assert fs[0].stage == "system-traits" and fs[0].invariant == "interaction_model"
     # the stages that still rely on realtime now contradict the (wrong) traits
-    assert {f.stage for f in fs[1:]} == {"build-buy-analysis", "architecture-decisions",
-                                         "story-generation"}
+    assert {f.stage for f in fs[1:]} == {
+        "build-buy-analysis",
+        "architecture-decisions",
+        "story-generation",
+    }
 
 
 def test_post_validator_stage_filter(tmp_path: Path) -> None:

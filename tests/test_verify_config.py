@@ -23,23 +23,29 @@ def test_defaults_follow_adr_022():
     assert [c.strategy(p) for p in Phase] == ["single", "swarm", "single", "swarm"]
     assert c.max_rework_rounds == 2 and c.tier == "heavy" and c.limits == SwarmLimits()
     assert c.agents(Phase.WHY) == ("verifier-why",)
-    assert c.agents(Phase.WHAT) == ("verifier-what-invariant-checker",
-                                    "verifier-what-genericization-detector",
-                                    "verifier-what-consistency-validator",
-                                    "verifier-what-coordinator")
+    assert c.agents(Phase.WHAT) == (
+        "verifier-what-invariant-checker",
+        "verifier-what-genericization-detector",
+        "verifier-what-consistency-validator",
+        "verifier-what-coordinator",
+    )
     assert cfg.ANCHOR_AGENT == runner.ANCHOR_AGENT
 
 
 def test_environment_overrides_and_bad_values():
-    c = VerifyConfig.from_env({"HAYTHAM_VERIFY_WHAT": "single", "HAYTHAM_VERIFY_HOW": "OFF",
-                               "HAYTHAM_VERIFY_STORIES": "swarm",
-                               "HAYTHAM_MAX_REWORK_ROUNDS": "1",
-                               "HAYTHAM_SWARM_MAX_HANDOFFS": "8",
-                               "HAYTHAM_SWARM_TIMEOUT": "120"})
+    c = VerifyConfig.from_env(
+        {
+            "HAYTHAM_VERIFY_WHAT": "single",
+            "HAYTHAM_VERIFY_HOW": "OFF",
+            "HAYTHAM_VERIFY_STORIES": "swarm",
+            "HAYTHAM_MAX_REWORK_ROUNDS": "1",
+            "HAYTHAM_SWARM_MAX_HANDOFFS": "8",
+            "HAYTHAM_SWARM_TIMEOUT": "120",
+        }
+    )
     assert [c.strategy(p) for p in Phase] == ["single", "single", "off", "swarm"]
     assert c.agents(Phase.HOW) == ()
-    assert (c.max_rework_rounds, c.limits.max_handoffs, c.limits.execution_timeout) == (
-        1, 8, 120.0)
+    assert (c.max_rework_rounds, c.limits.max_handoffs, c.limits.execution_timeout) == (1, 8, 120.0)
     with pytest.raises(ConfigError, match="HAYTHAM_VERIFY_WHY must be one of"):
         VerifyConfig.from_env({"HAYTHAM_VERIFY_WHY": "vote"})
     with pytest.raises(ConfigError, match="whole number"):
@@ -48,8 +54,9 @@ def test_environment_overrides_and_bad_values():
         VerifyConfig.from_env({"HAYTHAM_VERIFY_TIER": "huge"})
 
 
-@pytest.mark.parametrize("producer", [s.slug for s in STAGES] + ["anchor-extraction",
-                                                                   "mvp-scope-reviser"])
+@pytest.mark.parametrize(
+    "producer", [s.slug for s in STAGES] + ["anchor-extraction", "mvp-scope-reviser"]
+)
 def test_a_verifier_is_never_a_producing_agent(producer):
     with pytest.raises(ConfigError, match="never the producing agent"):
         VerifyConfig(rename={"verifier-what-coordinator": producer})
@@ -94,8 +101,9 @@ def test_mechanical_failures_short_circuit_the_verifier(tmp_path, monkeypatch):
     from pipeline_helpers import POWER8
 
     monkeypatch.setenv("HAYTHAM_INPUT_VALIDATION", "off")
-    with service(tmp_path, CLEAN, POWER8 / "stories_still_over.jsonl",
-                 drop=frozenset({"story-generation"})) as svc:
+    with service(
+        tmp_path, CLEAN, POWER8 / "stories_still_over.jsonl", drop=frozenset({"story-generation"})
+    ) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="mech", appetite="small")
         assert svc.run(sid, auto_approve=True, until=4).gate == 4
     root = tmp_path / "sessions" / sid
@@ -109,8 +117,11 @@ def test_mechanical_failures_short_circuit_the_verifier(tmp_path, monkeypatch):
 
 def test_single_strategy_at_what_uses_one_agent(tmp_path, monkeypatch):
     monkeypatch.setenv("HAYTHAM_VERIFY_WHAT", "single")
-    line = {"agent": "verifier-what", "turn": 1, "response": [{"tool": "PhaseVerification",
-            "input": {"phase": "WHAT", "passed": True}}]}
+    line = {
+        "agent": "verifier-what",
+        "turn": 1,
+        "response": [{"tool": "PhaseVerification", "input": {"phase": "WHAT", "passed": True}}],
+    }
     extra = write_lines(tmp_path / "what.jsonl", [line])
     with service(tmp_path, CLEAN, extra) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="single")

@@ -45,8 +45,7 @@ def test_what_swarm_blocks_the_drift_and_one_rework_round_clears_it(drift):
     review = requested["data"]["reviews"]["mvp-scope"]
     assert review["source"] == "verifier" and review["verdict"] == "rework"
     blocking = {i["detail"].split(":")[0] for i in review["issues"] if i["severity"] == "blocking"}
-    assert blocking == {"group_structure", "orchestrator_role", "access_model",
-                        "interaction_model"}
+    assert blocking == {"group_structure", "orchestrator_role", "access_model", "interaction_model"}
     assert any("8 per session: 1 receiver + 7 givers" in s for s in review["suggestions"])
 
     # the rework round received the feedback in its prompt; the first run did not
@@ -63,7 +62,11 @@ def test_what_swarm_blocks_the_drift_and_one_rework_round_clears_it(drift):
     assert calls["verifier-what-coordinator"] == 2
     what = _json(root / "verifications" / "what.json")
     assert (what["status"], what["passed"], what["round"], what["strategy"]) == (
-        "passed", True, 1, "swarm")
+        "passed",
+        True,
+        1,
+        "swarm",
+    )
     scope = _json(root / "stages" / "05-mvp-scope" / "output.json")
     assert "SCOPE-2" in {i["id"] for i in scope["payload"]["in_scope"]}
     assert scope["payload"]["in_scope"][1]["title"] == "Circles of 1 receiver + 7 givers"
@@ -101,8 +104,10 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     (requested,) = [e for e in events(root, "rework_requested") if e["data"]["phase"] == "HOW"]
     assert set(requested["data"]["reviews"]) == {"system-traits", "architecture-decisions"}
     traits_review = requested["data"]["reviews"]["system-traits"]
-    assert any(s.startswith("Honour interaction_model = Synchronous live sessions")
-               for s in traits_review["suggestions"])
+    assert any(
+        s.startswith("Honour interaction_model = Synchronous live sessions")
+        for s in traits_review["suggestions"]
+    )
     (stopped,) = events(root, "rework_stopped")
     assert stopped["data"]["outcome"] == "stalled" and stopped["data"]["phase"] == "HOW"
     assert any("the same violation came back" in w for w in how["warnings"])
@@ -112,11 +117,16 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     status = svc.status(sid)
     assert {b["id"] for b in status["blocking"]} == {
         "violation:realtime trait consistency:system-traits",
-        "violation:access_model:architecture-decisions"}
+        "violation:access_model:architecture-decisions",
+    }
     with pytest.raises(GateError, match="2 blocking"):
         svc.approve(sid, 3)
-    svc.override(sid, 3, "The founder accepts this for a first pilot.",
-                 target="violation:access_model:architecture-decisions")
+    svc.override(
+        sid,
+        3,
+        "The founder accepts this for a first pilot.",
+        target="violation:access_model:architecture-decisions",
+    )
     with pytest.raises(GateError, match="1 blocking"):
         svc.approve(sid, 3)
     svc.override(sid, 3, "Realtime is bought from Daily; the trait is wrong, noted.")
@@ -135,13 +145,29 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     exported = json.loads(svc.export(sid, "json"))
     assert len(exported["overrides"]) == 2
     assert [r["stage"] for r in exported["review_log"]] == [
-        "mvp-scope", "system-traits", "architecture-decisions"]
+        "mvp-scope",
+        "system-traits",
+        "architecture-decisions",
+    ]
     assert {r["source"] for r in exported["review_log"]} == {"verifier"}
     assert exported["verifications"]["HOW"]["status"] == "failed"
 
     cassette = tmp_path / "cassette.jsonl"
-    assert main(["status", sid, "--provider", "replay", "--cassette", str(cassette),
-                 "--sessions-dir", str(tmp_path / "sessions")]) == 0
+    assert (
+        main(
+            [
+                "status",
+                sid,
+                "--provider",
+                "replay",
+                "--cassette",
+                str(cassette),
+                "--sessions-dir",
+                str(tmp_path / "sessions"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "override at Gate 3 [violation:access_model:architecture-decisions]" in printed
     assert "verify-how" in printed and "verify-what" in printed

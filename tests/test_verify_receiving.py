@@ -23,19 +23,24 @@ from haytham.verify.receiving import (
     input_validation_enabled,
 )
 
-LINES = {json.loads(x)["agent"]: json.loads(x)
-         for x in (POWER8 / "pipeline.jsonl").read_text().splitlines()}
+LINES = {
+    json.loads(x)["agent"]: json.loads(x)
+    for x in (POWER8 / "pipeline.jsonl").read_text().splitlines()
+}
 
 
 def _output(slug: str) -> dict[str, Any]:
     spec = BY_SLUG[slug]
     return spec.output_model.model_validate(LINES[slug]["response"][-1]["input"]).model_dump(
-        mode="json")
+        mode="json"
+    )
 
 
-STATE = {"idea": POWER8_IDEA, "anchor_text": "CONCEPT ANCHOR (test)",
-         "outputs": {s: _output(s) for s in ("mvp-scope", "capability-model",
-                                              "architecture-decisions")}}
+STATE = {
+    "idea": POWER8_IDEA,
+    "anchor_text": "CONCEPT ANCHOR (test)",
+    "outputs": {s: _output(s) for s in ("mvp-scope", "capability-model", "architecture-decisions")},
+}
 
 
 class FakeAsk:
@@ -52,16 +57,17 @@ class FakeAsk:
         part = dict(ctx.parts)
         if model_cls is InputValidationResult:
             text = part["items"]
-            items = json.loads(text[text.index("```json") + 7:text.rindex("```")])
+            items = json.loads(text[text.index("```json") + 7 : text.rindex("```")])
             ids = [i["id"] for i in items]
             self.validated.append(ids)
             outcome = self.reject(len(self.validated), ids)
             if isinstance(outcome, Exception):
                 raise outcome
-            return InputValidationResult(rejected=[{"id": i, "reason": f"fix {i}"}
-                                                   for i in outcome])
+            return InputValidationResult(
+                rejected=[{"id": i, "reason": f"fix {i}"} for i in outcome]
+            )
         text = part["item"]
-        item = json.loads(text[text.index("```json") + 7:text.rindex("```")])
+        item = json.loads(text[text.index("```json") + 7 : text.rindex("```")])
         self.revised.append(item["id"])
         if self.revise is None:
             raise ProviderError("reviser unavailable")
@@ -82,21 +88,34 @@ def _revise(item):
 
 
 def test_still_rejected_items_pass_through_after_the_retry_cap_appended_in_order(tmp_path):
-    ask = FakeAsk(reject=lambda n, ids: [i for i in ids if i in ("SCOPE-2", "SCOPE-4")],
-                  revise=_revise)
+    ask = FakeAsk(
+        reject=lambda n, ids: [i for i in ids if i in ("SCOPE-2", "SCOPE-4")], revise=_revise
+    )
     receiver, files = _receiver(tmp_path, ask)
     got = receiver.receive(BY_SLUG["capability-model"], STATE)
-    assert ask.validated == [["SCOPE-1", "SCOPE-2", "SCOPE-3", "SCOPE-4", "SCOPE-5", "SCOPE-6"],
-                             ["SCOPE-2", "SCOPE-4"], ["SCOPE-2", "SCOPE-4"]]  # only revised
+    assert ask.validated == [
+        ["SCOPE-1", "SCOPE-2", "SCOPE-3", "SCOPE-4", "SCOPE-5", "SCOPE-6"],
+        ["SCOPE-2", "SCOPE-4"],
+        ["SCOPE-2", "SCOPE-4"],
+    ]  # only revised
     assert ask.revised == ["SCOPE-2", "SCOPE-4"] * MAX_VALIDATION_RETRIES
     items = got.changed["mvp-scope"]["payload"]["in_scope"]
-    assert [i["id"] for i in items] == ["SCOPE-1", "SCOPE-3", "SCOPE-5", "SCOPE-6",
-                                        "SCOPE-2", "SCOPE-4"]
+    assert [i["id"] for i in items] == [
+        "SCOPE-1",
+        "SCOPE-3",
+        "SCOPE-5",
+        "SCOPE-6",
+        "SCOPE-2",
+        "SCOPE-4",
+    ]
     assert items[4][WARNINGS_KEY] == ["Rejected after 2 retries: fix SCOPE-2"]
     assert items[4]["description"].endswith("(revised) (revised)")
     assert all(WARNINGS_KEY not in i for i in items[:4])
-    assert got.quality_flags == {"items_produced": 6, "validation_rejections": 6,
-                                 "validation_retries": 2}
+    assert got.quality_flags == {
+        "items_produced": 6,
+        "validation_rejections": 6,
+        "validation_retries": 2,
+    }
     assert got.outputs["mvp-scope"] == got.changed["mvp-scope"]
     assert ask.rows == {"validate-input:capability-model"}  # every call accounted per boundary
     (done,) = _events(files, "stage_completed")
@@ -116,8 +135,11 @@ def test_revised_items_that_pass_keep_their_place(tmp_path):
     assert [i["id"] for i in items] == [f"SCOPE-{n}" for n in range(1, 7)]
     assert not any(WARNINGS_KEY in i for i in items)
     assert items[1]["description"].endswith("(revised)")
-    assert got.quality_flags == {"items_produced": 6, "validation_rejections": 3,
-                                 "validation_retries": 2}
+    assert got.quality_flags == {
+        "items_produced": 6,
+        "validation_rejections": 3,
+        "validation_retries": 2,
+    }
 
 
 def test_a_failing_validator_accepts_everything_and_logs_it(tmp_path, caplog):
@@ -126,8 +148,11 @@ def test_a_failing_validator_accepts_everything_and_logs_it(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="haytham.verify.receiving"):
         got = receiver.receive(BY_SLUG["build-buy-analysis"], STATE)
     assert got.changed == {} and got.outputs == STATE["outputs"]
-    assert got.quality_flags == {"items_produced": 11, "validation_rejections": 0,
-                                 "validation_retries": 0}
+    assert got.quality_flags == {
+        "items_produced": 11,
+        "validation_rejections": 0,
+        "validation_retries": 0,
+    }
     (ev,) = _events(files, "input_validation")
     assert ev["data"]["fallback"] is True and "model down" in ev["data"]["error"]
     assert len(ev["data"]["accepted"]) == 11
@@ -135,8 +160,9 @@ def test_a_failing_validator_accepts_everything_and_logs_it(tmp_path, caplog):
 
 
 def test_a_failing_revalidation_accepts_the_revised_items(tmp_path):
-    ask = FakeAsk(reject=lambda n, ids: ["SCOPE-3"] if n == 1 else RuntimeError("boom"),
-                  revise=_revise)
+    ask = FakeAsk(
+        reject=lambda n, ids: ["SCOPE-3"] if n == 1 else RuntimeError("boom"), revise=_revise
+    )
     receiver, _ = _receiver(tmp_path, ask)
     got = receiver.receive(BY_SLUG["capability-model"], STATE)
     items = got.changed["mvp-scope"]["payload"]["in_scope"]
@@ -153,8 +179,11 @@ def test_a_failing_reviser_keeps_the_item_and_the_cap_still_holds(tmp_path):
     decisions = got.changed["architecture-decisions"]["payload"]["decisions"]
     assert decisions[-1]["id"] == "DEC-RT-001"
     assert decisions[-1][WARNINGS_KEY] == ["Rejected after 2 retries: fix DEC-RT-001"]
-    original = next(d for d in STATE["outputs"]["architecture-decisions"]["payload"]["decisions"]
-                    if d["id"] == "DEC-RT-001")
+    original = next(
+        d
+        for d in STATE["outputs"]["architecture-decisions"]["payload"]["decisions"]
+        if d["id"] == "DEC-RT-001"
+    )
     assert {k: v for k, v in decisions[-1].items() if k != WARNINGS_KEY} == original
     coverage = got.changed["architecture-decisions"]["payload"]["coverage"]
     assert coverage["uncovered"] == []  # computed fields re-derived after the change
@@ -198,14 +227,22 @@ def test_through_the_pipeline_a_rejected_scope_item_is_revised_and_accounted(tmp
     assert done[0]["data"]["quality_flags"] == flags
     scope = json.loads((root / "stages" / "05-mvp-scope" / "output.json").read_text())
     assert scope["payload"]["in_scope"][2]["description"].endswith(
-        "The psychologist picks the receiver when scheduling.")
+        "The psychologist picks the receiver when scheduling."
+    )
     row = json.loads((root / "summary.json").read_text())["stages"][
-        "validate-input:capability-model"]
+        "validate-input:capability-model"
+    ]
     assert row["model_calls"] == 3 and row["input_tokens"] > 0 and row["status"] == "completed"
-    agents = [e["data"]["agent"] for e in events(root, "model_call")
-              if e["stage"] == "validate-input:capability-model"]
-    assert agents == ["capability-model-input-validator", "mvp-scope-reviser",
-                      "capability-model-input-validator"]
+    agents = [
+        e["data"]["agent"]
+        for e in events(root, "model_call")
+        if e["stage"] == "validate-input:capability-model"
+    ]
+    assert agents == [
+        "capability-model-input-validator",
+        "mvp-scope-reviser",
+        "capability-model-input-validator",
+    ]
     # the stage counts stay one call per stage
     summary = json.loads((root / "summary.json").read_text())["stages"]
     assert summary["capability-model"]["model_calls"] == 1
@@ -222,6 +259,10 @@ def test_a_cassette_without_validator_lines_still_runs(tmp_path, monkeypatch, se
         assert fallbacks == []
     else:
         assert [e["data"]["consumer"] for e in fallbacks] == [
-            "capability-model", "build-buy-analysis", "story-generation"]
-        assert all(e["data"]["fallback"] and "No recorded turn" in e["data"]["error"]
-                   for e in fallbacks)
+            "capability-model",
+            "build-buy-analysis",
+            "story-generation",
+        ]
+        assert all(
+            e["data"]["fallback"] and "No recorded turn" in e["data"]["error"] for e in fallbacks
+        )

@@ -12,9 +12,11 @@ from haytham.stages import Phase
 from haytham.verify.rework import decide, issues_of
 from haytham.verify.verdict import finalize, stage_slug
 
-ANCHOR = next(json.loads(x)["response"][-1]["input"]
-              for x in (POWER8 / "pipeline.jsonl").read_text().splitlines()
-              if json.loads(x)["agent"] == "anchor-extraction")
+ANCHOR = next(
+    json.loads(x)["response"][-1]["input"]
+    for x in (POWER8 / "pipeline.jsonl").read_text().splitlines()
+    if json.loads(x)["agent"] == "anchor-extraction"
+)
 
 
 def _state(**kw):
@@ -22,11 +24,18 @@ def _state(**kw):
 
 
 def _verdict(*violations, passed=None):
-    vs = [InvariantViolation(invariant=i, violation=f"{i} broken", severity=sev, stage=stage)
-          for i, sev, stage in violations]
+    vs = [
+        InvariantViolation(invariant=i, violation=f"{i} broken", severity=sev, stage=stage)
+        for i, sev, stage in violations
+    ]
     blocking = any(v.severity == "blocking" for v in vs)
-    return finalize(PhaseVerification(phase="WHAT", passed=not blocking if passed is None
-                                      else passed, invariants_violated=vs), Phase.WHAT, "swarm")
+    return finalize(
+        PhaseVerification(
+            phase="WHAT", passed=not blocking if passed is None else passed, invariants_violated=vs
+        ),
+        Phase.WHAT,
+        "swarm",
+    )
 
 
 def test_a_passing_phase_opens_the_gate():
@@ -35,9 +44,11 @@ def test_a_passing_phase_opens_the_gate():
 
 
 def test_blocking_violations_rework_the_earliest_stage_with_an_artifact_per_stage():
-    v = _verdict(("access_model", "warning", "mvp-scope"),
-                 ("group_structure", "blocking", "capability-model"),
-                 ("orchestrator_role", "blocking", "mvp-scope"))
+    v = _verdict(
+        ("access_model", "warning", "mvp-scope"),
+        ("group_structure", "blocking", "capability-model"),
+        ("orchestrator_role", "blocking", "mvp-scope"),
+    )
     d = decide(Phase.WHAT, v, _state(), max_rounds=2)
     assert (d.outcome, d.route, d.stage) == ("rework", "mvp_scope", "mvp-scope")
     assert set(d.reviews) == {"mvp-scope", "capability-model"}
@@ -45,8 +56,14 @@ def test_blocking_violations_rework_the_earliest_stage_with_an_artifact_per_stag
     assert (scope["verdict"], scope["source"], scope["round"]) == ("rework", "verifier", 1)
     assert [i["detail"] for i in scope["issues"]] == ["orchestrator_role: orchestrator_role broken"]
     assert any("the psychologist forms groups and runs sessions" in s for s in scope["suggestions"])
-    assert d.tracker == {"round": 1, "last_stage": "mvp-scope", "keys": [
-        "violation:group_structure:capability-model", "violation:orchestrator_role:mvp-scope"]}
+    assert d.tracker == {
+        "round": 1,
+        "last_stage": "mvp-scope",
+        "keys": [
+            "violation:group_structure:capability-model",
+            "violation:orchestrator_role:mvp-scope",
+        ],
+    }
 
 
 def test_the_same_violation_twice_stalls_and_max_rounds_stop():
@@ -65,8 +82,12 @@ def test_the_same_violation_twice_stalls_and_max_rounds_stop():
 
 
 def test_blocking_validator_findings_are_reworked_as_mechanical_contracts():
-    finding = {"validator": "trait_propagation", "severity": "blocking", "stage": "mvp-scope",
-               "message": "open registration under closed access"}
+    finding = {
+        "validator": "trait_propagation",
+        "severity": "blocking",
+        "stage": "mvp-scope",
+        "message": "open registration under closed access",
+    }
     state = _state(validations={"mvp-scope": [finding]})
     verification = finalize(PhaseVerification(phase="WHAT", passed=False), Phase.WHAT, "swarm")
     (issue,) = issues_of(Phase.WHAT, verification, state)
@@ -76,12 +97,15 @@ def test_blocking_validator_findings_are_reworked_as_mechanical_contracts():
 
 
 def test_inconclusive_and_warnings_open_the_gate_without_rework():
-    inconclusive = PhaseVerification(phase="WHAT", passed=False, status="inconclusive",
-                                     reason="swarm failed")
+    inconclusive = PhaseVerification(
+        phase="WHAT", passed=False, status="inconclusive", reason="swarm failed"
+    )
     assert decide(Phase.WHAT, inconclusive, _state(), max_rounds=2).outcome == "clear"
     warned = _verdict(("access_model", "warning", "mvp-scope"))
-    assert warned.status == "passed" and decide(Phase.WHAT, warned, _state(),
-                                                max_rounds=2).outcome == "clear"
+    assert (
+        warned.status == "passed"
+        and decide(Phase.WHAT, warned, _state(), max_rounds=2).outcome == "clear"
+    )
 
 
 def test_finalize_owns_the_verdict_fields():

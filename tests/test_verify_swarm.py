@@ -56,9 +56,17 @@ def test_ping_pong_hits_the_handoff_limit_and_blocks_the_gate_until_overridden(t
 
 
 def test_a_swarm_that_ends_without_the_coordinator_is_inconclusive(tmp_path):
-    quits = write_lines(tmp_path / "quits.jsonl", [
-        {"agent": "verifier-what-invariant-checker", "turn": 1, "when": [TASK],
-         "response": [{"text": "Everything looks fine to me."}]}])
+    quits = write_lines(
+        tmp_path / "quits.jsonl",
+        [
+            {
+                "agent": "verifier-what-invariant-checker",
+                "turn": 1,
+                "when": [TASK],
+                "response": [{"text": "Everything looks fine to me."}],
+            }
+        ],
+    )
     svc, sid, root = _at_gate_2(tmp_path, quits)
     what = _what(root)
     assert what["status"] == "inconclusive"
@@ -68,9 +76,13 @@ def test_a_swarm_that_ends_without_the_coordinator_is_inconclusive(tmp_path):
 
 def test_a_coordinator_without_a_valid_verdict_is_inconclusive_within_its_turn_budget(tmp_path):
     bad = {"tool": "PhaseVerification", "input": {"phase": "WHAT", "invariants_honored": []}}
-    broken = write_lines(tmp_path / "broken.jsonl", [
-        {"agent": "verifier-what-coordinator", "turn": t, "when": [TASK], "response": [bad]}
-        for t in (1, 2, 3)])
+    broken = write_lines(
+        tmp_path / "broken.jsonl",
+        [
+            {"agent": "verifier-what-coordinator", "turn": t, "when": [TASK], "response": [bad]}
+            for t in (1, 2, 3)
+        ],
+    )
     svc, sid, root = _at_gate_2(tmp_path, broken)
     what = _what(root)
     assert what["status"] == "inconclusive" and not what["passed"]
@@ -88,23 +100,32 @@ def test_a_missing_cassette_line_is_inconclusive_with_the_cause(tmp_path):
 
 
 def test_swarm_limits_are_set_from_the_config(tmp_path):
-    limits = SwarmLimits(max_handoffs=5, max_iterations=7, execution_timeout=60.0,
-                         node_timeout=20.0)
+    limits = SwarmLimits(
+        max_handoffs=5, max_iterations=7, execution_timeout=60.0, node_timeout=20.0
+    )
     settings = replay_settings(tmp_path, cassette=CLEAN)
     files = SessionStore(tmp_path / "sessions").create("limits")
     with ModelRuntime(settings) as models:
-        swarm = build_swarm(settings, models, Phase.WHAT, VerifyConfig(limits=limits),
-                            _Calls(files, "verify-what"))
-    assert (swarm.max_handoffs, swarm.max_iterations, swarm.execution_timeout,
-            swarm.node_timeout) == (5, 7, 60.0, 20.0)
-    assert list(swarm.nodes) == ["invariant_checker", "genericization_detector",
-                                 "consistency_validator", "coordinator"]
+        swarm = build_swarm(
+            settings, models, Phase.WHAT, VerifyConfig(limits=limits), _Calls(files, "verify-what")
+        )
+    assert (
+        swarm.max_handoffs,
+        swarm.max_iterations,
+        swarm.execution_timeout,
+        swarm.node_timeout,
+    ) == (5, 7, 60.0, 20.0)
+    assert list(swarm.nodes) == [
+        "invariant_checker",
+        "genericization_detector",
+        "consistency_validator",
+        "coordinator",
+    ]
     assert swarm.entry_point is not None and swarm.entry_point.name == "invariant_checker"
 
 
 def test_failure_reasons_name_the_limit_that_stopped_the_swarm():
-    limits = SwarmLimits(max_handoffs=4, max_iterations=6, execution_timeout=10.0,
-                         node_timeout=5.0)
+    limits = SwarmLimits(max_handoffs=4, max_iterations=6, execution_timeout=10.0, node_timeout=5.0)
     assert "handoff limit (max_handoffs=4)" in failure_reason(["a", "b"] * 2, "a", limits, 1, [])
     assert "timed out (execution_timeout=10s)" in failure_reason(["a"], "b", limits, 11.0, [])
     assert "model call failed" in failure_reason(["a"], "b", limits, 1.0, ["b: boom"])

@@ -16,8 +16,9 @@ CLEAN = VERIFY / "clean.jsonl"
 DRIFT = VERIFY / "drift.jsonl"
 PINGPONG = VERIFY / "pingpong.jsonl"
 RECEIVING = VERIFY / "receiving.jsonl"
-DRIFTED_STAGES = frozenset({"mvp-scope", "system-traits", "build-buy-analysis",
-                            "architecture-decisions"})
+DRIFTED_STAGES = frozenset(
+    {"mvp-scope", "system-traits", "build-buy-analysis", "architecture-decisions"}
+)
 
 
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -25,12 +26,15 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
     return path
 
 
-def service(tmp_path: Path, *extra: Path, drop: frozenset[str] = frozenset(),
-            verifiers: bool = True) -> Haytham:
+def service(
+    tmp_path: Path, *extra: Path, drop: frozenset[str] = frozenset(), verifiers: bool = True
+) -> Haytham:
     """A service on pipeline.jsonl (minus ``drop``) plus ``extra`` cassettes, with verifiers."""
     cassette = cassette_with(tmp_path, *extra, drop_agents=set(drop))
-    return Haytham(replay_settings(tmp_path, cassette=cassette),
-                   verifier_factory=make_verifier if verifiers else None)
+    return Haytham(
+        replay_settings(tmp_path, cassette=cassette),
+        verifier_factory=make_verifier if verifiers else None,
+    )
 
 
 def events(root: Path, kind: str | None = None) -> list[dict[str, Any]]:

@@ -28,11 +28,16 @@ def _command(b: Backend, sid: str, command: dict[str, Any], done: str) -> None:
 
 
 def _confident(inv: Invariant) -> None:
-    tag = " · clarified by you" if inv.user_clarified else (
-        " · auto-resolved (first option)" if inv.auto_resolved else "")
-    st.success(f"**{md(inv.property)}** = {md(inv.value)}  \n"
-               f"Source: “{md(inv.source)}” · {round(inv.confidence * 100)}% confident{tag}",
-               icon=":material/check_circle:")
+    tag = (
+        " · clarified by you"
+        if inv.user_clarified
+        else (" · auto-resolved (first option)" if inv.auto_resolved else "")
+    )
+    st.success(
+        f"**{md(inv.property)}** = {md(inv.value)}  \n"
+        f"Source: “{md(inv.source)}” · {round(inv.confidence * 100)}% confident{tag}",
+        icon=":material/check_circle:",
+    )
 
 
 def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
@@ -40,12 +45,19 @@ def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
         head, badge = st.columns([4, 1])
         head.markdown(f"**{md(inv.property)}** — extracted as *{md(inv.value)}*")
         with badge:
-            st.badge(f"{round(inv.confidence * 100)}% confident", color="orange",
-                     icon=":material/help:")
-        st.warning(f"{md(inv.ambiguity or '')}  \nSource: “{md(inv.source)}”",
-                   icon=":material/warning:")
-        return st.radio(f"What did you mean by {inv.property}?", inv.clarification_options,
-                        index=None, key=key, disabled=not editable)
+            st.badge(
+                f"{round(inv.confidence * 100)}% confident", color="orange", icon=":material/help:"
+            )
+        st.warning(
+            f"{md(inv.ambiguity or '')}  \nSource: “{md(inv.source)}”", icon=":material/warning:"
+        )
+        return st.radio(
+            f"What did you mean by {inv.property}?",
+            inv.clarification_options,
+            index=None,
+            key=key,
+            disabled=not editable,
+        )
 
 
 def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -> None:
@@ -62,12 +74,18 @@ def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -
     pending = anchor.open_ambiguities()
     st.subheader("Concept anchor")
     if pending:
-        st.warning(f"**Clarification needed** — {len(pending)} invariant(s) are ambiguous. "
-                   "Pick what you meant for each, then confirm; Gate 1 cannot be approved "
-                   "until every ambiguity is resolved.", icon=":material/priority_high:")
+        st.warning(
+            f"**Clarification needed** — {len(pending)} invariant(s) are ambiguous. "
+            "Pick what you meant for each, then confirm; Gate 1 cannot be approved "
+            "until every ambiguity is resolved.",
+            icon=":material/priority_high:",
+        )
     else:
-        st.success("All invariants are high-confidence. Check them against your idea before "
-                   "they constrain every later stage.", icon=":material/verified:")
+        st.success(
+            "All invariants are high-confidence. Check them against your idea before "
+            "they constrain every later stage.",
+            icon=":material/verified:",
+        )
     st.markdown(f"**Goal:** {md(anchor.intent.goal)}")
     for inv in anchor.invariants:
         if not inv.is_ambiguous:
@@ -75,14 +93,21 @@ def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -
     choices: dict[str, str | None] = {}
     for inv in pending:
         choices[inv.property] = _ambiguous(inv, f"clarify_{sid}_{inv.property}", editable)
-    if pending and editable and st.button("Confirm clarifications", type="primary",
-                                          key="confirm_clarifications"):
+    if (
+        pending
+        and editable
+        and st.button("Confirm clarifications", type="primary", key="confirm_clarifications")
+    ):
         missing = [p for p, c in choices.items() if c is None]
         if missing:
             st.error(f"Pick an option for: {', '.join(missing)}.", icon=":material/error:")
         else:
-            _command(b, sid, {"kind": "clarify_all", "choices": choices},
-                     f"Clarified {len(choices)} invariant(s); the anchor was updated.")
+            _command(
+                b,
+                sid,
+                {"kind": "clarify_all", "choices": choices},
+                f"Clarified {len(choices)} invariant(s); the anchor was updated.",
+            )
     _intent_and_identity(anchor)
     if editable:
         _corrections(b, sid, anchor)
@@ -91,42 +116,61 @@ def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -
 def _intent_and_identity(anchor: ConceptAnchor) -> None:
     with st.expander("Constraints, non-goals and identity", expanded=False):
         if anchor.intent.explicit_constraints:
-            st.markdown("**Explicit constraints**  \n" + "  \n".join(
-                f"• {md(c)}" for c in anchor.intent.explicit_constraints))
+            st.markdown(
+                "**Explicit constraints**  \n"
+                + "  \n".join(f"• {md(c)}" for c in anchor.intent.explicit_constraints)
+            )
         if anchor.intent.non_goals:
-            st.markdown("**Non-goals**  \n" + "  \n".join(
-                f"• {md(g)}" for g in anchor.intent.non_goals))
+            st.markdown(
+                "**Non-goals**  \n" + "  \n".join(f"• {md(g)}" for g in anchor.intent.non_goals)
+            )
         for feature in anchor.identity:
-            st.markdown(f"**Identity:** {md(feature.feature)}  \n"
-                        f"*Why an LLM would genericize it:* {md(feature.why_distinctive)}")
+            st.markdown(
+                f"**Identity:** {md(feature.feature)}  \n"
+                f"*Why an LLM would genericize it:* {md(feature.why_distinctive)}"
+            )
 
 
 def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
     with st.expander("Correct the anchor (logged at this gate)", expanded=False):
         names = [i.property for i in anchor.invariants]
         prop = st.selectbox("Invariant", names, key="edit_invariant")
-        value = st.text_input("New value", key="edit_value",
-                              placeholder=anchor.invariant(prop).value if prop else "")
+        value = st.text_input(
+            "New value", key="edit_value", placeholder=anchor.invariant(prop).value if prop else ""
+        )
         if st.button("Save value", key="save_edit"):
             if not (value or "").strip():
                 st.error("Enter the new value first.", icon=":material/error:")
             else:
-                _command(b, sid, {"kind": "edit", "invariant": prop, "value": value},
-                         f"Changed {prop}; the edit is logged in gates.json.")
+                _command(
+                    b,
+                    sid,
+                    {"kind": "edit", "invariant": prop, "value": value},
+                    f"Changed {prop}; the edit is logged in gates.json.",
+                )
         if anchor.intent.non_goals:
             goal = st.selectbox("Non-goal", anchor.intent.non_goals, key="non_goal")
             if st.button("Remove non-goal", key="remove_non_goal"):
-                _command(b, sid, {"kind": "remove_non_goal", "text": goal},
-                         "Removed the non-goal; the change is logged in gates.json.")
+                _command(
+                    b,
+                    sid,
+                    {"kind": "remove_non_goal", "text": goal},
+                    "Removed the non-goal; the change is logged in gates.json.",
+                )
 
 
 def change_log(record: dict[str, Any]) -> None:
     """Clarifications and edits recorded at a gate."""
-    rows = [f"clarified **{md(c['invariant'])}** → {md(c['choice'])}"
-            + (" (auto)" if c.get("auto") else "") for c in record.get("clarifications", [])]
-    rows += [f"{'edited' if e['kind'] == 'edit_value' else 'removed non-goal'} "
-             f"**{md(e['target'])}**: {md(e['before'])}" + (f" → {md(e['after'])}"
-                                                             if e.get("after") else "")
-             for e in record.get("edits", [])]
+    rows = [
+        f"clarified **{md(c['invariant'])}** → {md(c['choice'])}"
+        + (" (auto)" if c.get("auto") else "")
+        for c in record.get("clarifications", [])
+    ]
+    rows += [
+        f"{'edited' if e['kind'] == 'edit_value' else 'removed non-goal'} "
+        f"**{md(e['target'])}**: {md(e['before'])}"
+        + (f" → {md(e['after'])}" if e.get("after") else "")
+        for e in record.get("edits", [])
+    ]
     if rows:
         st.markdown("**Changes logged at this gate**  \n" + "  \n".join(f"• {r}" for r in rows))

@@ -24,8 +24,11 @@ from haytham.worker import RunWorker, describe_error
 SESSION_PARAM = "session"
 SESSION_KEY = "selected_session"
 PAGES = {
-    "new": "pages/new_idea.py", "run": "pages/run.py", "verdict": "pages/verdict.py",
-    "stories": "pages/stories.py", "fidelity": "pages/fidelity.py",
+    "new": "pages/new_idea.py",
+    "run": "pages/run.py",
+    "verdict": "pages/verdict.py",
+    "stories": "pages/stories.py",
+    "fidelity": "pages/fidelity.py",
     "sessions": "pages/sessions.py",
     **{f"gate_{n}": f"pages/gate_{n}.py" for n in range(1, 5)},
 }
@@ -109,8 +112,9 @@ def go(page: str, session_id: str | None = None) -> None:
 
 def link(page: str, label: str, icon: str | None = None) -> None:
     sid = st.session_state.get(SESSION_KEY)
-    st.page_link(PAGES[page], label=label, icon=icon,
-                 query_params={SESSION_PARAM: sid} if sid else None)
+    st.page_link(
+        PAGES[page], label=label, icon=icon, query_params={SESSION_PARAM: sid} if sid else None
+    )
 
 
 def require_session(b: Backend) -> str:

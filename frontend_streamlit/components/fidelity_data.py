@@ -8,8 +8,12 @@ import pandas as pd
 
 from haytham.stages import STAGES
 
-MARKS = {"honored": "✓ honored", "overridden": "↻ overridden", "violated": "✗ violated",
-         "not mentioned": "· not mentioned"}
+MARKS = {
+    "honored": "✓ honored",
+    "overridden": "↻ overridden",
+    "violated": "✗ violated",
+    "not mentioned": "· not mentioned",
+}
 
 
 def divergence_frame(divergence: dict[str, Any]) -> pd.DataFrame:
@@ -20,8 +24,12 @@ def divergence_frame(divergence: dict[str, Any]) -> pd.DataFrame:
         if value is None:
             continue
         row = value if isinstance(value, dict) else {"anchor": value}
-        rows.append({"stage": f"{spec.number:02d} {spec.slug}",
-                     **{k: float(v) for k, v in row.items() if isinstance(v, int | float)}})
+        rows.append(
+            {
+                "stage": f"{spec.number:02d} {spec.slug}",
+                **{k: float(v) for k, v in row.items() if isinstance(v, int | float)},
+            }
+        )
     return pd.DataFrame(rows).set_index("stage") if rows else pd.DataFrame()
 
 

@@ -10,10 +10,12 @@ from components.context import md
 
 from haytham.stages import Phase, phase_stages
 
-STATUS = {"passed": ("green", ":material/verified:", "passed"),
-          "failed": ("red", ":material/report:", "failed"),
-          "inconclusive": ("orange", ":material/help:", "inconclusive"),
-          "off": ("gray", ":material/toggle_off:", "off")}
+STATUS = {
+    "passed": ("green", ":material/verified:", "passed"),
+    "failed": ("red", ":material/report:", "failed"),
+    "inconclusive": ("orange", ":material/help:", "inconclusive"),
+    "off": ("gray", ":material/toggle_off:", "off"),
+}
 
 
 def verification(phase: Phase, state: dict[str, Any]) -> None:
@@ -26,14 +28,22 @@ def verification(phase: Phase, state: dict[str, Any]) -> None:
     status = data.get("status") or ("passed" if data.get("passed") else "failed")
     color, icon, label = STATUS.get(status, STATUS["failed"])
     strategy = data.get("strategy", "")
-    st.badge(f"Verifier: {label}" + (f" · {strategy}" if strategy and strategy != status else ""),
-             color=color, icon=icon)  # type: ignore[arg-type]
+    st.badge(
+        f"Verifier: {label}" + (f" · {strategy}" if strategy and strategy != status else ""),
+        color=color,
+        icon=icon,
+    )  # type: ignore[arg-type]
     if status == "off":
-        st.caption(f"Verification is off for this session ({md(data.get('reason', ''))}); only "
-                   "the validators below checked this phase.")
+        st.caption(
+            f"Verification is off for this session ({md(data.get('reason', ''))}); only "
+            "the validators below checked this phase."
+        )
     elif status == "inconclusive":
-        st.warning(f"The verifier could not decide: {md(data.get('reason', ''))}. This blocks "
-                   "approval until you override it or request rework.", icon=":material/help:")
+        st.warning(
+            f"The verifier could not decide: {md(data.get('reason', ''))}. This blocks "
+            "approval until you override it or request rework.",
+            icon=":material/help:",
+        )
     for name in data.get("invariants_honored", []):
         st.markdown(f":green[✔] honored: **{md(name)}**")
     for v in data.get("invariants_violated", []):
@@ -45,8 +55,11 @@ def verification(phase: Phase, state: dict[str, Any]) -> None:
     for name in data.get("identity_preserved", []):
         st.markdown(f":green[✔] identity preserved: {md(name)}")
     for g in data.get("identity_genericized", []):
-        st.warning(f"Genericized in {md(g.get('stage'))}: “{md(g.get('original_feature'))}” "
-                   f"became “{md(g.get('generic_replacement'))}”", icon=":material/compress:")
+        st.warning(
+            f"Genericized in {md(g.get('stage'))}: “{md(g.get('original_feature'))}” "
+            f"became “{md(g.get('generic_replacement'))}”",
+            icon=":material/compress:",
+        )
     for w in data.get("warnings", []):
         st.warning(md(w), icon=":material/warning:")
 
@@ -57,12 +70,27 @@ def validator_findings(phase: Phase, state: dict[str, Any]) -> None:
     rows = []
     for spec in phase_stages(phase):
         for f in (state.get("validations") or {}).get(spec.slug, []):
-            rows.append({"stage": spec.slug, "severity": f.get("severity", ""),
-                         "validator": f.get("validator", ""), "invariant": f.get("invariant"),
-                         "message": f.get("message", ""), "evidence": f.get("evidence", "")})
+            rows.append(
+                {
+                    "stage": spec.slug,
+                    "severity": f.get("severity", ""),
+                    "validator": f.get("validator", ""),
+                    "invariant": f.get("invariant"),
+                    "message": f.get("message", ""),
+                    "evidence": f.get("evidence", ""),
+                }
+            )
         for problem in ((state.get("stage_meta") or {}).get(spec.slug) or {}).get("problems", []):
-            rows.append({"stage": spec.slug, "severity": "blocking", "validator": "stage check",
-                         "invariant": None, "message": problem, "evidence": ""})
+            rows.append(
+                {
+                    "stage": spec.slug,
+                    "severity": "blocking",
+                    "validator": "stage check",
+                    "invariant": None,
+                    "message": problem,
+                    "evidence": "",
+                }
+            )
     if not rows:
         ran = any(spec.slug in (state.get("validations") or {}) for spec in phase_stages(phase))
         st.caption("No findings." if ran else "No validator has run on this phase yet.")

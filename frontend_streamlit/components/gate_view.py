@@ -45,11 +45,15 @@ def render_gate(gate: int) -> None:
     record = (state.get("gates") or {}).get(str(gate)) or {}
     here = status.get("gate") == gate
     busy = b.worker.is_running(sid)
-    st.caption(f"Session `{sid}` · this gate: {record.get('status', 'not reached')} · "
-               f"session: {pretty_status(status['status'])}")
+    st.caption(
+        f"Session `{sid}` · this gate: {record.get('status', 'not reached')} · "
+        f"session: {pretty_status(status['status'])}"
+    )
     if busy:
-        st.info("A run of this session is in progress; decisions wait until it stops.",
-                icon=":material/hourglass_top:")
+        st.info(
+            "A run of this session is in progress; decisions wait until it stops.",
+            icon=":material/hourglass_top:",
+        )
         link("run", "Watch the run", ":material/play_circle:")
     elif not here:
         st.info(_not_here(gate, record, status), icon=":material/info:")
@@ -88,8 +92,9 @@ def _outputs(phase: Phase, state: dict[str, Any]) -> None:
         if out is None:
             continue
         shown = True
-        box = st.expander(f"{spec.number}. {spec.title}", key=f"output_{spec.slug}",
-                          on_change="rerun")
+        box = st.expander(
+            f"{spec.number}. {spec.title}", key=f"output_{spec.slug}", on_change="rerun"
+        )
         if box.open:  # rendered only when opened: keeps the gate page light
             box.markdown(render_stage(spec, out))
     if not shown:
@@ -97,8 +102,10 @@ def _outputs(phase: Phase, state: dict[str, Any]) -> None:
 
 
 def _overrides(record: dict[str, Any]) -> None:
-    rows = [f"**{md(o['target'])}** — {md(o['reason'])}" + (" (auto)" if o.get("auto") else "")
-            for o in record.get("overrides", [])]
+    rows = [
+        f"**{md(o['target'])}** — {md(o['reason'])}" + (" (auto)" if o.get("auto") else "")
+        for o in record.get("overrides", [])
+    ]
     if rows:
         st.markdown("**Overrides**  \n" + "  \n".join(f"• {r}" for r in rows))
 
@@ -117,8 +124,9 @@ def _decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str)
     st.rerun()
 
 
-def _actions(b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any],
-             status: dict[str, Any]) -> None:
+def _actions(
+    b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any], status: dict[str, Any]
+) -> None:
     st.subheader("Decision")
     blocking = open_blocking(state, phase)
     ambiguous = status.get("open_ambiguities") if gate == 1 else []
@@ -129,12 +137,12 @@ def _actions(b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any
         reasons.append(f"{len(blocking)} blocking item(s) are open")
     if reasons:
         st.warning("Approve is disabled: " + "; ".join(reasons) + ".", icon=":material/lock:")
-    approve, reject, rework, override = st.tabs(["Approve", "Reject", "Request rework",
-                                                 "Override"])
+    approve, reject, rework, override = st.tabs(["Approve", "Reject", "Request rework", "Override"])
     with approve:
         note = st.text_input("Note (optional)", key=f"approve_note_{gate}")
-        if st.button(f"Approve Gate {gate}", type="primary", key=f"approve_{gate}",
-                     disabled=bool(reasons)):
+        if st.button(
+            f"Approve Gate {gate}", type="primary", key=f"approve_{gate}", disabled=bool(reasons)
+        ):
             _decide(b, sid, gate, {"kind": "approve", "note": note}, f"Gate {gate} approved.")
     with reject:
         why = st.text_input("Why reject? (optional)", key=f"reject_note_{gate}")
@@ -149,16 +157,23 @@ def _actions(b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any
 
 def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
     specs = {s.slug: f"{s.number}. {s.title}" for s in phase_stages(phase)}
-    stage = st.selectbox("Stage to redo", list(specs), format_func=specs.get,
-                         key=f"rework_stage_{gate}")
+    stage = st.selectbox(
+        "Stage to redo", list(specs), format_func=specs.get, key=f"rework_stage_{gate}"
+    )
     feedback = st.text_area("Feedback: what must change", key=f"rework_feedback_{gate}")
     if st.button("Request rework", key=f"rework_{gate}"):
         if not (feedback or "").strip():
-            st.error("Rework needs feedback: say what the stage must change.",
-                     icon=":material/error:")
+            st.error(
+                "Rework needs feedback: say what the stage must change.", icon=":material/error:"
+            )
             return
-        _decide(b, sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback},
-                f"Sent {stage} back for rework.")
+        _decide(
+            b,
+            sid,
+            gate,
+            {"kind": "rework", "stage": stage, "feedback": feedback},
+            f"Sent {stage} back for rework.",
+        )
 
 
 def _override_form(b: Backend, sid: str, gate: int, blocking: list[BlockingItem]) -> None:
@@ -167,14 +182,19 @@ def _override_form(b: Backend, sid: str, gate: int, blocking: list[BlockingItem]
         return
     for item in blocking:
         st.markdown(f"• `{md(item.id)}` — {md(item.message)}")
-    target = st.selectbox("Override", [ALL_OPEN, *[i.id for i in blocking]],
-                          key=f"override_target_{gate}")
-    reason = st.text_area("Reason (required): why the finding does not apply",
-                          key=f"override_reason_{gate}")
+    target = st.selectbox(
+        "Override", [ALL_OPEN, *[i.id for i in blocking]], key=f"override_target_{gate}"
+    )
+    reason = st.text_area(
+        "Reason (required): why the finding does not apply", key=f"override_reason_{gate}"
+    )
     if st.button("Override", key=f"override_{gate}"):
         if not (reason or "").strip():
             st.error("An override needs a reason.", icon=":material/error:")
             return
-        command = {"kind": "override", "reason": reason,
-                   "target": None if target == ALL_OPEN else target}
+        command = {
+            "kind": "override",
+            "reason": reason,
+            "target": None if target == ALL_OPEN else target,
+        }
         _decide(b, sid, gate, command, "Override recorded; it is logged in gates.json.")

@@ -11,9 +11,17 @@ import streamlit as st
 from haytham.stages import STAGES
 from haytham.worker import Job, StageProgress
 
-ICONS = {"completed": "✓", "needs_attention": "⚠", "running": "▶", "failed": "✗",
-         "interrupted": "‖", "pending": "·", "passed": "✓", "inconclusive": "?",
-         "off": "·"}  # plain symbols: no emoji font needed
+ICONS = {
+    "completed": "✓",
+    "needs_attention": "⚠",
+    "running": "▶",
+    "failed": "✗",
+    "interrupted": "‖",
+    "pending": "·",
+    "passed": "✓",
+    "inconclusive": "?",
+    "off": "·",
+}  # plain symbols: no emoji font needed
 _BY_SLUG = {s.slug: s for s in STAGES}
 
 
@@ -41,8 +49,9 @@ def describe(slug: str) -> tuple[str, str, float] | None:
     return None
 
 
-def stage_rows(summary: dict[str, Any], job: Job | None = None,
-               running: StageProgress | None = None) -> list[dict[str, Any]]:
+def stage_rows(
+    summary: dict[str, Any], job: Job | None = None, running: StageProgress | None = None
+) -> list[dict[str, Any]]:
     """One row per step (stages, anchor, verifiers, input checks) in pipeline order: phase,
     status, elapsed, model calls, tokens in/out."""
     rows = []
@@ -57,26 +66,41 @@ def stage_rows(summary: dict[str, Any], job: Job | None = None,
             status, elapsed = "running", running.elapsed(now)
         elif status == "interrupted" and job is not None and job.alive:
             status = "pending"
-        rows.append({"phase": where[0], "stage": where[1], "slug": slug, "order": where[2],
-                     "status": f"{ICONS.get(status, '')} {status}".strip(),
-                     "elapsed_s": round(elapsed, 2), "model_calls": row.get("model_calls", 0),
-                     "input_tokens": row.get("input_tokens", 0),
-                     "output_tokens": row.get("output_tokens", 0),
-                     "error": row.get("error", "")})
+        rows.append(
+            {
+                "phase": where[0],
+                "stage": where[1],
+                "slug": slug,
+                "order": where[2],
+                "status": f"{ICONS.get(status, '')} {status}".strip(),
+                "elapsed_s": round(elapsed, 2),
+                "model_calls": row.get("model_calls", 0),
+                "input_tokens": row.get("input_tokens", 0),
+                "output_tokens": row.get("output_tokens", 0),
+                "error": row.get("error", ""),
+            }
+        )
     return sorted(rows, key=lambda r: r["order"])
 
 
-def stage_table(summary: dict[str, Any], job: Job | None = None,
-                running: StageProgress | None = None) -> None:
+def stage_table(
+    summary: dict[str, Any], job: Job | None = None, running: StageProgress | None = None
+) -> None:
     rows = stage_rows(summary, job, running)
     frame = pd.DataFrame(rows).drop(columns=["slug", "order"])
     if not frame["error"].astype(bool).any():
         frame = frame.drop(columns=["error"])
-    st.dataframe(frame, hide_index=True, height=35 * (len(frame) + 1) + 3, column_config={
-        "elapsed_s": st.column_config.NumberColumn("elapsed (s)", format="%.2f"),
-        "model_calls": st.column_config.NumberColumn("model calls"),
-        "input_tokens": st.column_config.NumberColumn("tokens in"),
-        "output_tokens": st.column_config.NumberColumn("tokens out")})
+    st.dataframe(
+        frame,
+        hide_index=True,
+        height=35 * (len(frame) + 1) + 3,
+        column_config={
+            "elapsed_s": st.column_config.NumberColumn("elapsed (s)", format="%.2f"),
+            "model_calls": st.column_config.NumberColumn("model calls"),
+            "input_tokens": st.column_config.NumberColumn("tokens in"),
+            "output_tokens": st.column_config.NumberColumn("tokens out"),
+        },
+    )
 
 
 def pretty_status(status: str) -> str:
@@ -88,9 +112,11 @@ def pretty_status(status: str) -> str:
 
 def totals_line(summary: dict[str, Any]) -> str:
     t = summary.get("totals") or {}
-    return (f"{t.get('model_calls', 0)} model calls · {t.get('input_tokens', 0):,} tokens in · "
-            f"{t.get('output_tokens', 0):,} tokens out · {float(t.get('wall_ms', 0)) / 1000:.1f} s "
-            "in stages")
+    return (
+        f"{t.get('model_calls', 0)} model calls · {t.get('input_tokens', 0):,} tokens in · "
+        f"{t.get('output_tokens', 0):,} tokens out · {float(t.get('wall_ms', 0)) / 1000:.1f} s "
+        "in stages"
+    )
 
 
 def done_count(summary: dict[str, Any]) -> tuple[int, int]:

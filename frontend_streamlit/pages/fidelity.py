@@ -19,13 +19,17 @@ summary = status["summary"]
 st.subheader("Divergence curve")
 curve = divergence_frame(summary.get("divergence") or {})
 if curve.empty:
-    st.info("No divergence curve for this session: summary.json has no `divergence` (the "
-            "embedding validators did not run, or no stage has been scored yet).",
-            icon=":material/info:")
+    st.info(
+        "No divergence curve for this session: summary.json has no `divergence` (the "
+        "embedding validators did not run, or no stage has been scored yet).",
+        icon=":material/info:",
+    )
 else:
     st.line_chart(curve, x_label="stage", y_label="cosine similarity")
-    st.caption("Similarity of each stage's output to the original idea and to the concept "
-               "anchor; a falling curve means the spec is drifting.")
+    st.caption(
+        "Similarity of each stage's output to the original idea and to the concept "
+        "anchor; a falling curve means the spec is drifting."
+    )
 
 st.subheader("Invariants × stages")
 matrix = compliance_matrix(state)
@@ -33,15 +37,24 @@ if matrix.empty:
     st.info("No concept anchor or stage outputs yet.")
 else:
     st.dataframe(matrix)
-    st.caption("From each stage's own anchor-compliance report; a verifier violation or a "
-               "validator finding naming the invariant marks it violated. “Not mentioned” may "
-               "mean the invariant was dropped.")
+    st.caption(
+        "From each stage's own anchor-compliance report; a verifier violation or a "
+        "validator finding naming the invariant marks it violated. “Not mentioned” may "
+        "mean the invariant was dropped."
+    )
 
 st.subheader("Model calls and tokens per stage")
 rows = stage_rows(summary)
 if rows:
-    cost = pd.DataFrame(rows)[["stage", "model_calls", "input_tokens", "output_tokens",
-                               "elapsed_s"]]
+    cost = pd.DataFrame(rows)[
+        ["stage", "model_calls", "input_tokens", "output_tokens", "elapsed_s"]
+    ]
     st.dataframe(cost, hide_index=True, height=35 * (len(cost) + 1) + 3)
-    st.bar_chart(cost, x="stage", y=["input_tokens", "output_tokens"], stack=True,
-                 sort=False, y_label="tokens")  # pipeline order, not alphabetical
+    st.bar_chart(
+        cost,
+        x="stage",
+        y=["input_tokens", "output_tokens"],
+        stack=True,
+        sort=False,
+        y_label="tokens",
+    )  # pipeline order, not alphabetical

@@ -31,12 +31,16 @@ def _use_example(text: str) -> None:
 b = backend()
 conf = settings()
 st.title("New idea")
-st.caption("Describe the idea in your own words. Haytham turns it into a validated spec through "
-           "ten stages and four decision gates, keeping it faithful to what you wrote.")
+st.caption(
+    "Describe the idea in your own words. Haytham turns it into a validated spec through "
+    "ten stages and four decision gates, keeping it faithful to what you wrote."
+)
 
 with st.container(border=True):
-    st.markdown(f"**Provider:** `{conf.provider}` · **models:** light `{conf.model_id('light')}`, "
-                f"heavy `{conf.model_id('heavy')}`, reasoning `{conf.model_id('reasoning')}`")
+    st.markdown(
+        f"**Provider:** `{conf.provider}` · **models:** light `{conf.model_id('light')}`, "
+        f"heavy `{conf.model_id('heavy')}`, reasoning `{conf.model_id('reasoning')}`"
+    )
     if conf.provider == "local":
         st.warning(LOCAL_MODEL_CAVEAT, icon=":material/warning:")
     provider_problem = None
@@ -49,26 +53,43 @@ with st.container(border=True):
 examples = _examples()
 cols = st.columns(len(examples) or 1)
 for col, (name, text) in zip(cols, examples.items(), strict=False):
-    col.button(f"Example: {name}", key=f"example_{name}", on_click=_use_example, args=(text,),
-               use_container_width=True)
+    col.button(
+        f"Example: {name}",
+        key=f"example_{name}",
+        on_click=_use_example,
+        args=(text,),
+        use_container_width=True,
+    )
 
-idea = st.text_area("Your idea", key=IDEA_KEY, height=260, max_chars=MAX_CHARS,
-                    placeholder="Who is it for, what do they do with it, and why does it matter?")
+idea = st.text_area(
+    "Your idea",
+    key=IDEA_KEY,
+    height=260,
+    max_chars=MAX_CHARS,
+    placeholder="Who is it for, what do they do with it, and why does it matter?",
+)
 words = len((idea or "").split())
-st.caption(f"{len(idea or ''):,} / {MAX_CHARS:,} characters · {words} words "
-           f"(at least {MIN_WORDS})")
+st.caption(f"{len(idea or ''):,} / {MAX_CHARS:,} characters · {words} words (at least {MIN_WORDS})")
 if len(idea or "") >= MAX_CHARS:
-    st.warning(f"The idea reached the {MAX_CHARS:,}-character limit; anything pasted beyond it "
-               "was cut. Shorten it to the essentials.", icon=":material/content_cut:")
+    st.warning(
+        f"The idea reached the {MAX_CHARS:,}-character limit; anything pasted beyond it "
+        "was cut. Shorten it to the essentials.",
+        icon=":material/content_cut:",
+    )
 
-appetite = st.radio("Appetite (how big a first version)", [NO_PREFERENCE, *APPETITES],
-                    horizontal=True, key="appetite",
-                    help="Bounds the number of stories: small ≤ 8, medium ≤ 15, large ≤ 25.")
+appetite = st.radio(
+    "Appetite (how big a first version)",
+    [NO_PREFERENCE, *APPETITES],
+    horizontal=True,
+    key="appetite",
+    help="Bounds the number of stories: small ≤ 8, medium ≤ 15, large ≤ 25.",
+)
 
 if st.button("Start", type="primary", key="start", disabled=provider_problem is not None):
     try:
-        sid = b.service.create_session(idea or "",
-                                       appetite=None if appetite == NO_PREFERENCE else appetite)
+        sid = b.service.create_session(
+            idea or "", appetite=None if appetite == NO_PREFERENCE else appetite
+        )
     except Exception as exc:  # InputError: the message says what to change; nothing was created
         show_error(exc)
     else:

@@ -11,8 +11,12 @@ from components.progress import done_count, pretty_status, stage_table, totals_l
 from haytham.worker import Job
 
 REFRESH_S = 1.0
-GATE_HINT = {1: "review the concept anchor and the verdict", 2: "review the MVP scope and "
-             "capabilities", 3: "review the technical design", 4: "review the stories"}
+GATE_HINT = {
+    1: "review the concept anchor and the verdict",
+    2: "review the MVP scope and capabilities",
+    3: "review the technical design",
+    4: "review the stories",
+}
 
 b = backend()
 sid = require_session(b)
@@ -54,8 +58,10 @@ def progress() -> None:
 
 def _next_step(status: dict[str, Any], job: Job | None) -> None:
     if job is not None and job.alive:
-        st.info("The pipeline runs in the background: you can leave this page and come back.",
-                icon=":material/hourglass_top:")
+        st.info(
+            "The pipeline runs in the background: you can leave this page and come back.",
+            icon=":material/hourglass_top:",
+        )
         return
     error = job.error if job is not None and job.state == "failed" else status.get("last_error")
     if error:
@@ -66,11 +72,13 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         return
     gate = status.get("gate")
     if gate:
-        st.success(f"Waiting at **Gate {gate}**: {GATE_HINT[gate]}.",
-                   icon=":material/how_to_reg:")
+        st.success(f"Waiting at **Gate {gate}**: {GATE_HINT[gate]}.", icon=":material/how_to_reg:")
         if gate == 1 and status.get("open_ambiguities"):
-            st.warning(f"{len(status['open_ambiguities'])} invariant(s) need clarification "
-                       "before Gate 1 can be approved.", icon=":material/help:")
+            st.warning(
+                f"{len(status['open_ambiguities'])} invariant(s) need clarification "
+                "before Gate 1 can be approved.",
+                icon=":material/help:",
+            )
         if st.button(f"Review Gate {gate}", type="primary", key="to_gate"):
             go(f"gate_{gate}", sid)
     elif status["status"] == "done":
@@ -81,11 +89,16 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         if c2.button("Fidelity", key="to_fidelity"):
             go("fidelity", sid)
     elif status["status"] == "rejected":
-        st.info("This session was rejected at a gate; fork it from a stage on Sessions to try "
-                "another direction.", icon=":material/block:")
+        st.info(
+            "This session was rejected at a gate; fork it from a stage on Sessions to try "
+            "another direction.",
+            icon=":material/block:",
+        )
     else:
-        st.info("This session is not running (it was interrupted or not started yet).",
-                icon=":material/pause_circle:")
+        st.info(
+            "This session is not running (it was interrupted or not started yet).",
+            icon=":material/pause_circle:",
+        )
         if st.button("Resume", type="primary", key="resume"):
             attempt(lambda: b.worker.run(sid, "resume"))
             st.rerun()

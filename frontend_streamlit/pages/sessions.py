@@ -26,17 +26,26 @@ from haytham.stages import STAGES
 
 def _row(b: Backend, sid: str) -> dict[str, Any]:
     updated = datetime.fromisoformat(b.service.store.open(sid).updated_at())
-    row: dict[str, Any] = {"session": sid, "idea": "", "status": "", "gate": None,
-                           "updated": updated, "running": False}
+    row: dict[str, Any] = {
+        "session": sid,
+        "idea": "",
+        "status": "",
+        "gate": None,
+        "updated": updated,
+        "running": False,
+    }
     try:
         st_ = b.service.status(sid)
     except Exception as exc:  # a broken session is listed with its problem, not hidden
         row["status"] = f"unreadable: {exc}"
         return row
     idea = " ".join(st_["idea"].split())
-    row.update(idea=idea[:90] + ("…" if len(idea) > 90 else ""),
-               status=pretty_status(st_["status"]),
-               gate=st_["gate"], running=b.worker.is_running(sid))
+    row.update(
+        idea=idea[:90] + ("…" if len(idea) > 90 else ""),
+        status=pretty_status(st_["status"]),
+        gate=st_["gate"],
+        running=b.worker.is_running(sid),
+    )
     return row
 
 
@@ -54,17 +63,25 @@ if not ids:
     st.stop()
 rows = sorted((_row(b, sid) for sid in ids), key=lambda r: r["updated"], reverse=True)
 frame = pd.DataFrame(rows)
-st.dataframe(frame, hide_index=True, column_config={
-    "updated": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
-    "gate": st.column_config.NumberColumn("gate", help="The gate it is waiting at"),
-    "running": st.column_config.CheckboxColumn("running")})
-st.caption("Each browser tab keeps its own session (in the URL: `?session=<id>`), so several "
-           "sessions can be open side by side.")
+st.dataframe(
+    frame,
+    hide_index=True,
+    column_config={
+        "updated": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
+        "gate": st.column_config.NumberColumn("gate", help="The gate it is waiting at"),
+        "running": st.column_config.CheckboxColumn("running"),
+    },
+)
+st.caption(
+    "Each browser tab keeps its own session (in the URL: `?session=<id>`), so several "
+    "sessions can be open side by side."
+)
 
 current = selected_session()
 order = [r["session"] for r in rows]
-sid = st.selectbox("Session", order, index=order.index(current) if current in order else 0,
-                   key="sessions_pick")
+sid = st.selectbox(
+    "Session", order, index=order.index(current) if current in order else 0, key="sessions_pick"
+)
 row = next(r for r in rows if r["session"] == sid)
 st.markdown(f"[Open in a new tab](./run?session={sid})")
 
@@ -72,8 +89,12 @@ c_open, c_resume = st.columns(2)
 if c_open.button("Open", type="primary", key="open_session"):
     _open(b, sid, row["status"], row["gate"])
 resumable = row["status"] == "running" and not row["running"]  # interrupted or forked
-if c_resume.button("Resume", key="resume_session", disabled=not resumable,
-                   help="Continue an interrupted run (sessions at a gate wait for a decision)."):
+if c_resume.button(
+    "Resume",
+    key="resume_session",
+    disabled=not resumable,
+    help="Continue an interrupted run (sessions at a gate wait for a decision).",
+):
     try:
         b.worker.run(sid, "resume")
     except Exception as exc:

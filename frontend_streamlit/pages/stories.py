@@ -10,11 +10,13 @@ from components.context import attempt, backend, md, require_session, show_flash
 
 from haytham.export import export, stories
 
-DOWNLOADS = (("Markdown", "markdown", "md", "text/markdown"),
-             ("JSON", "json", "json", "application/json"),
-             ("CSV", "csv", "csv", "text/csv"),
-             ("Jira CSV", "jira", "jira.csv", "text/csv"),
-             ("Linear CSV", "linear", "linear.csv", "text/csv"))
+DOWNLOADS = (
+    ("Markdown", "markdown", "md", "text/markdown"),
+    ("JSON", "json", "json", "application/json"),
+    ("CSV", "csv", "csv", "text/csv"),
+    ("Jira CSV", "jira", "jira.csv", "text/csv"),
+    ("Linear CSV", "linear", "linear.csv", "text/csv"),
+)
 
 
 def _targets(state: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -22,10 +24,16 @@ def _targets(state: dict[str, Any]) -> dict[str, tuple[str, str]]:
     outputs = state.get("outputs") or {}
     caps = (outputs.get("capability-model") or {}).get("payload") or {}
     decs = (outputs.get("architecture-decisions") or {}).get("payload") or {}
-    out = {c["id"]: (c.get("name", ""), "capability-model (Gate 2)")
-           for c in [*caps.get("functional", []), *caps.get("non_functional", [])]}
-    out.update({d["id"]: (d.get("title", ""), "architecture-decisions (Gate 3)")
-                for d in decs.get("decisions", [])})
+    out = {
+        c["id"]: (c.get("name", ""), "capability-model (Gate 2)")
+        for c in [*caps.get("functional", []), *caps.get("non_functional", [])]
+    }
+    out.update(
+        {
+            d["id"]: (d.get("title", ""), "architecture-decisions (Gate 3)")
+            for d in decs.get("decisions", [])
+        }
+    )
     return out
 
 
@@ -34,9 +42,16 @@ def _downloads(sid: str, state: dict[str, Any], has_stories: bool) -> None:
     for col, (label, fmt, ext, mime) in zip(cols, DOWNLOADS, strict=True):
         needs_stories = fmt in ("csv", "jira", "linear")
         data = attempt(lambda f=fmt: export(state, f)) if has_stories or not needs_stories else ""
-        col.download_button(label, data or "", file_name=f"{sid}.{ext}", mime=mime,
-                            key=f"download_{fmt}", disabled=not data, icon=":material/download:",
-                            on_click="ignore")
+        col.download_button(
+            label,
+            data or "",
+            file_name=f"{sid}.{ext}",
+            mime=mime,
+            key=f"download_{fmt}",
+            disabled=not data,
+            icon=":material/download:",
+            on_click="ignore",
+        )
 
 
 b = backend()
@@ -45,54 +60,89 @@ st.title("Stories")
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or {}
 items = stories(state)
-st.caption(f"Session `{sid}` · {len(items)} stories · appetite "
-           f"{md(state.get('appetite') or 'from the MVP scope')}")
+st.caption(
+    f"Session `{sid}` · {len(items)} stories · appetite "
+    f"{md(state.get('appetite') or 'from the MVP scope')}"
+)
 _downloads(sid, state, bool(items))
 if not items:
-    st.info("No stories yet: they are written in the last phase (STORIES). Markdown and JSON "
-            "exports above hold everything so far.")
+    st.info(
+        "No stories yet: they are written in the last phase (STORIES). Markdown and JSON "
+        "exports above hold everything so far."
+    )
     st.stop()
 
 payload = ((state.get("outputs") or {}).get("story-generation") or {}).get("payload") or {}
 for cycle in payload.get("cycles") or []:
     st.error(f"Dependency cycle: {' → '.join([*cycle, cycle[0]])}", icon=":material/sync_problem:")
 
-frame = pd.DataFrame([{
-    "order": n, "id": s["id"], "title": s["title"], "layer": s.get("layer", ""),
-    "component": s.get("component", ""), "depends_on": ", ".join(s.get("depends_on", [])),
-    "implements": ", ".join(s.get("implements", [])),
-    "acceptance": len(s.get("acceptance_criteria", [])),
-} for n, s in enumerate(items, 1)])
+frame = pd.DataFrame(
+    [
+        {
+            "order": n,
+            "id": s["id"],
+            "title": s["title"],
+            "layer": s.get("layer", ""),
+            "component": s.get("component", ""),
+            "depends_on": ", ".join(s.get("depends_on", [])),
+            "implements": ", ".join(s.get("implements", [])),
+            "acceptance": len(s.get("acceptance_criteria", [])),
+        }
+        for n, s in enumerate(items, 1)
+    ]
+)
 left, right = st.columns(2)
 layers = left.multiselect("Layer", sorted(frame["layer"].unique()), key="filter_layer")
-components = right.multiselect("Component", sorted(frame["component"].unique()),
-                               key="filter_component")
+components = right.multiselect(
+    "Component", sorted(frame["component"].unique()), key="filter_component"
+)
 keep = pd.Series(True, index=frame.index)
 if layers:
     keep &= frame["layer"].isin(layers)
 if components:
     keep &= frame["component"].isin(components)
 shown = frame[keep]
-st.dataframe(shown, hide_index=True, column_config={
-    "order": st.column_config.NumberColumn("#", help="Dependency order (dependencies first)"),
-    "acceptance": st.column_config.NumberColumn("criteria")})
+st.dataframe(
+    shown,
+    hide_index=True,
+    column_config={
+        "order": st.column_config.NumberColumn("#", help="Dependency order (dependencies first)"),
+        "acceptance": st.column_config.NumberColumn("criteria"),
+    },
+)
 st.caption(f"{len(shown)} of {len(frame)} stories, in dependency order.")
 
 st.subheader("Traceability")
 targets = _targets(state)
 GATE_PAGE = {"capability-model (Gate 2)": "gate_2", "architecture-decisions (Gate 3)": "gate_3"}
-trace = pd.DataFrame([{"story": s["id"], "implements": t, "name": targets.get(t, ("", ""))[0],
-                       "defined in": targets.get(t, ("", "unknown id"))[1]}
-                      for s in items if s["id"] in set(shown["id"]) for t in s["implements"]])
+trace = pd.DataFrame(
+    [
+        {
+            "story": s["id"],
+            "implements": t,
+            "name": targets.get(t, ("", ""))[0],
+            "defined in": targets.get(t, ("", "unknown id"))[1],
+        }
+        for s in items
+        if s["id"] in set(shown["id"])
+        for t in s["implements"]
+    ]
+)
 if len(trace):
-    trace["review"] = [f"./{GATE_PAGE[d]}?session={sid}" if d in GATE_PAGE else None
-                       for d in trace["defined in"]]
-st.dataframe(trace, hide_index=True, column_config={
-    "review": st.column_config.LinkColumn("review", display_text="open the gate")})
+    trace["review"] = [
+        f"./{GATE_PAGE[d]}?session={sid}" if d in GATE_PAGE else None for d in trace["defined in"]
+    ]
+st.dataframe(
+    trace,
+    hide_index=True,
+    column_config={"review": st.column_config.LinkColumn("review", display_text="open the gate")},
+)
 unknown = sorted({t for t in trace["implements"] if t not in targets}) if len(trace) else []
 if unknown:
-    st.warning(f"Ids that no capability or decision defines: {', '.join(unknown)}",
-               icon=":material/link_off:")
+    st.warning(
+        f"Ids that no capability or decision defines: {', '.join(unknown)}",
+        icon=":material/link_off:",
+    )
 for s in items:
     if s["id"] not in set(shown["id"]):
         continue

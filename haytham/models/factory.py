@@ -123,15 +123,23 @@ def _require(module: str, extra: str) -> None:
         ) from error
 
 
-def _provider_model(settings: Settings, tier: str, agent: str, runtime: ModelRuntime,
-                    output_model: type[BaseModel] | None = None) -> Model:
+def _provider_model(
+    settings: Settings,
+    tier: str,
+    agent: str,
+    runtime: ModelRuntime,
+    output_model: type[BaseModel] | None = None,
+) -> Model:
     """The raw Strands model for the configured provider (no wrappers)."""
     provider, model_id = settings.provider, settings.model_id(tier)
     timeout = settings.request_timeout
     window = context_window(settings)
     if provider == "local":
         return LocalModel(
-            runtime.local_url, model_id=model_id, timeout=timeout, context_window=window,
+            runtime.local_url,
+            model_id=model_id,
+            timeout=timeout,
+            context_window=window,
             output_model=output_model,
         )
     if provider == "replay":

@@ -191,8 +191,12 @@ class LocalServer:
             ]
             with self._log_path.open("wb") as log:
                 self._process = subprocess.Popen(
-                    command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, preexec_fn=_death_signal(),
+                    command,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=_death_signal(),
                 )
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():

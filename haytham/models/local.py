@@ -97,8 +97,11 @@ class LocalModel(LlamaCppModel):
         request.pop("tools", None)
         if target is not None:
             exact = structured_output_model or self.output_model
-            source = (exact.model_json_schema() if exact and exact.__name__ == target["name"]
-                      else target["inputSchema"]["json"])
+            source = (
+                exact.model_json_schema()
+                if exact and exact.__name__ == target["name"]
+                else target["inputSchema"]["json"]
+            )
             schema = safe_schema(source, max_string=self.max_string, max_items=self.max_items)
             request["json_schema"] = schema
             fields = ", ".join(schema.get("properties", {})) or "the requested fields"

@@ -20,10 +20,22 @@ from haytham.schemas.verification import ReviewArtifact, ReviewIssue
 from haytham.stages import Phase, get_stage, phase_stages
 from haytham.store import now
 
-NEXT_ACTION = {Phase.WHY: "mvp_scope", Phase.WHAT: "system_traits",
-               Phase.HOW: "story_generation", Phase.STORIES: "end"}
-COMMANDS = ("approve", "reject", "rework", "override", "clarify", "clarify_all", "edit",
-            "remove_non_goal")
+NEXT_ACTION = {
+    Phase.WHY: "mvp_scope",
+    Phase.WHAT: "system_traits",
+    Phase.HOW: "story_generation",
+    Phase.STORIES: "end",
+}
+COMMANDS = (
+    "approve",
+    "reject",
+    "rework",
+    "override",
+    "clarify",
+    "clarify_all",
+    "edit",
+    "remove_non_goal",
+)
 
 
 @dataclass(frozen=True)
@@ -51,16 +63,31 @@ def blocking_items(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]
     if phase is Phase.WHY:
         summary = (outputs.get("validation-summary") or {}).get("payload") or {}
         if summary.get("verdict") == "NO-GO":
-            items.append(BlockingItem("verdict:NO-GO", "validation-summary",
-                                      f"Verdict NO-GO ({summary.get('verdict_reason', '')})"))
+            items.append(
+                BlockingItem(
+                    "verdict:NO-GO",
+                    "validation-summary",
+                    f"Verdict NO-GO ({summary.get('verdict_reason', '')})",
+                )
+            )
     verification = (state.get("verifications") or {}).get(phase.value) or {}
     for v in verification.get("invariants_violated", []):
         if v.get("severity") == "blocking":
-            items.append(BlockingItem(f"violation:{v.get('invariant')}:{v.get('stage')}",
-                                      v.get("stage"), f"{v.get('invariant')}: {v.get('violation')}"))
+            items.append(
+                BlockingItem(
+                    f"violation:{v.get('invariant')}:{v.get('stage')}",
+                    v.get("stage"),
+                    f"{v.get('invariant')}: {v.get('violation')}",
+                )
+            )
     if verification.get("status") == "inconclusive":
-        items.append(BlockingItem("verification:inconclusive", None,
-                                  f"Verification inconclusive: {verification.get('reason', '')}"))
+        items.append(
+            BlockingItem(
+                "verification:inconclusive",
+                None,
+                f"Verification inconclusive: {verification.get('reason', '')}",
+            )
+        )
     slugs = [s.slug for s in phase_stages(phase)]
     for slug in slugs:
         meta = (state.get("stage_meta") or {}).get(slug) or {}
@@ -68,8 +95,11 @@ def blocking_items(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]
             items.append(BlockingItem(f"check:{slug}:{n}", slug, problem))
         for n, f in enumerate((state.get("validations") or {}).get(slug, []), 1):
             if f.get("severity") == "blocking":
-                items.append(BlockingItem(f"finding:{f.get('validator')}:{slug}:{n}", slug,
-                                          f.get("message", "")))
+                items.append(
+                    BlockingItem(
+                        f"finding:{f.get('validator')}:{slug}:{n}", slug, f.get("message", "")
+                    )
+                )
     return items
 
 
@@ -86,8 +116,10 @@ def apply_command(state: Mapping[str, Any], phase: Phase, command: Mapping[str, 
         raise InputError(f"Unknown gate command {kind!r}; use one of {', '.join(COMMANDS)}.")
     record = gate_record(state, phase)
     if record.status != "open":
-        raise GateError(f"Gate {phase.gate} is not open (it is {record.status}); "
-                        "check `haytham status` for where the session is.")
+        raise GateError(
+            f"Gate {phase.gate} is not open (it is {record.status}); "
+            "check `haytham status` for where the session is."
+        )
     handler = _HANDLERS[kind]
     return handler(state, phase, record, command)
 
@@ -102,8 +134,12 @@ def _anchor(state: Mapping[str, Any], phase: Phase) -> ConceptAnchor:
 
 
 def _with_anchor(record: GateRecord, anchor: ConceptAnchor, **extra: Any) -> dict:
-    return {"anchor": anchor.model_dump(mode="json"), "anchor_text": anchor.render(),
-            "gate_record": record, **extra}
+    return {
+        "anchor": anchor.model_dump(mode="json"),
+        "anchor_text": anchor.render(),
+        "gate_record": record,
+        **extra,
+    }
 
 
 def _approve(state, phase, record, command) -> dict:
@@ -111,23 +147,29 @@ def _approve(state, phase, record, command) -> dict:
         pending = ConceptAnchor.model_validate(state["anchor"]).open_ambiguities()
         if pending:
             names = ", ".join(i.property for i in pending)
-            raise GateError(f"Gate 1 cannot be approved: {len(pending)} invariant(s) need "
-                            f"clarification first ({names}); use `haytham clarify`.")
+            raise GateError(
+                f"Gate 1 cannot be approved: {len(pending)} invariant(s) need "
+                f"clarification first ({names}); use `haytham clarify`."
+            )
     blocking = open_blocking(state, phase)
     if blocking:
         listed = "; ".join(f"[{b.id}] {b.message}" for b in blocking[:5])
-        raise GateError(f"Gate {phase.gate} cannot be approved while {len(blocking)} blocking "
-                        f"item(s) are open: {listed}. Override them with a reason, or request "
-                        "rework.")
-    rec = record.model_copy(update={"status": "approved", "note": command.get("note", ""),
-                                    "decided_at": now()})
+        raise GateError(
+            f"Gate {phase.gate} cannot be approved while {len(blocking)} blocking "
+            f"item(s) are open: {listed}. Override them with a reason, or request "
+            "rework."
+        )
+    rec = record.model_copy(
+        update={"status": "approved", "note": command.get("note", ""), "decided_at": now()}
+    )
     nxt = NEXT_ACTION[phase]
     return {"gate_record": rec, "route": nxt, "status": "done" if nxt == "end" else "running"}
 
 
 def _reject(state, phase, record, command) -> dict:
-    rec = record.model_copy(update={"status": "rejected", "note": command.get("note", ""),
-                                    "decided_at": now()})
+    rec = record.model_copy(
+        update={"status": "rejected", "note": command.get("note", ""), "decided_at": now()}
+    )
     return {"gate_record": rec, "route": "end", "status": "rejected"}
 
 
@@ -135,18 +177,29 @@ def _rework(state, phase, record, command) -> dict:
     spec = get_stage(str(command.get("stage", "")))
     if spec.phase is not phase:
         allowed = ", ".join(s.slug for s in phase_stages(phase))
-        raise GateError(f"Gate {phase.gate} can send back only its own stages ({allowed}); "
-                        f"use `haytham clear-from` to redo {spec.slug}.")
+        raise GateError(
+            f"Gate {phase.gate} can send back only its own stages ({allowed}); "
+            f"use `haytham clear-from` to redo {spec.slug}."
+        )
     feedback = str(command.get("feedback", "")).strip()
     if not feedback:
         raise InputError("Rework needs feedback: say what the stage must change.")
-    review = ReviewArtifact(verdict="rework", source="reviewer", round=record.round,
-                            issues=[ReviewIssue(severity="blocking", stage=spec.slug,
-                                                detail=feedback)])
+    review = ReviewArtifact(
+        verdict="rework",
+        source="reviewer",
+        round=record.round,
+        issues=[ReviewIssue(severity="blocking", stage=spec.slug, detail=feedback)],
+    )
     reviews = dict(state.get("reviews") or {})
     reviews[spec.slug] = review.model_dump(mode="json")
-    rec = record.model_copy(update={"status": "rework_requested", "rework_stage": spec.slug,
-                                    "feedback": feedback, "decided_at": now()})
+    rec = record.model_copy(
+        update={
+            "status": "rework_requested",
+            "rework_stage": spec.slug,
+            "feedback": feedback,
+            "decided_at": now(),
+        }
+    )
     return {"gate_record": rec, "route": spec.action, "reviews": reviews, "status": "running"}
 
 
@@ -160,23 +213,32 @@ def _override(state, phase, record, command) -> dict:
         chosen = [i for i in open_items if i.id == target]
         if not chosen:
             ids = ", ".join(i.id for i in open_items) or "none"
-            raise GateError(f"Nothing open to override as {target!r} at Gate {phase.gate} "
-                            f"(open: {ids}).")
+            raise GateError(
+                f"Nothing open to override as {target!r} at Gate {phase.gate} (open: {ids})."
+            )
     else:
         chosen = open_items
         if not chosen:
             raise GateError(f"Gate {phase.gate} has nothing blocking to override.")
     auto = bool(command.get("auto", False))
-    added = [Override(target=i.id, reason=reason, auto=auto, round=record.round, at=now())
-             for i in chosen]
+    added = [
+        Override(target=i.id, reason=reason, auto=auto, round=record.round, at=now())
+        for i in chosen
+    ]
     rec = record.model_copy(update={"overrides": [*record.overrides, *added]})
     return {"gate_record": rec, "overridden": [i.id for i in chosen]}
 
 
 def _clarify(state, phase, record, command) -> dict:
-    return _clarify_all(state, phase, record,
-                        {"choices": {command.get("invariant", ""): command.get("choice", "")},
-                         "auto": command.get("auto", False)})
+    return _clarify_all(
+        state,
+        phase,
+        record,
+        {
+            "choices": {command.get("invariant", ""): command.get("choice", "")},
+            "auto": command.get("auto", False),
+        },
+    )
 
 
 def _clarify_all(state, phase, record, command) -> dict:
@@ -188,8 +250,14 @@ def _clarify_all(state, phase, record, command) -> dict:
     added = []
     for prop, choice in choices.items():
         anchor = anchor.resolve(prop, str(choice), by_user=not auto)
-        added.append(Clarification(invariant=anchor.invariant(prop).property,
-                                   choice=anchor.invariant(prop).value, auto=auto, at=now()))
+        added.append(
+            Clarification(
+                invariant=anchor.invariant(prop).property,
+                choice=anchor.invariant(prop).value,
+                auto=auto,
+                at=now(),
+            )
+        )
     rec = record.model_copy(update={"clarifications": [*record.clarifications, *added]})
     return _with_anchor(rec, anchor)
 
@@ -199,8 +267,13 @@ def _edit(state, phase, record, command) -> dict:
     prop = str(command.get("invariant", ""))
     before = anchor.invariant(prop).value
     anchor = anchor.edit_value(prop, str(command.get("value", "")))
-    edit = AnchorEdit(kind="edit_value", target=anchor.invariant(prop).property, before=before,
-                      after=anchor.invariant(prop).value, at=now())
+    edit = AnchorEdit(
+        kind="edit_value",
+        target=anchor.invariant(prop).property,
+        before=before,
+        after=anchor.invariant(prop).value,
+        at=now(),
+    )
     return _with_anchor(record.model_copy(update={"edits": [*record.edits, edit]}), anchor)
 
 
@@ -212,6 +285,13 @@ def _remove_non_goal(state, phase, record, command) -> dict:
     return _with_anchor(record.model_copy(update={"edits": [*record.edits, edit]}), anchor)
 
 
-_HANDLERS = {"approve": _approve, "reject": _reject, "rework": _rework, "override": _override,
-             "clarify": _clarify, "clarify_all": _clarify_all, "edit": _edit,
-             "remove_non_goal": _remove_non_goal}
+_HANDLERS = {
+    "approve": _approve,
+    "reject": _reject,
+    "rework": _rework,
+    "override": _override,
+    "clarify": _clarify,
+    "clarify_all": _clarify_all,
+    "edit": _edit,
+    "remove_non_goal": _remove_non_goal,
+}

@@ -62,16 +62,27 @@ def _phase_edges(phase: Phase) -> list[tuple]:
     return chain + back + [(gate, t, when(route=t)) for t in targets] + [(gate, gate, default)]
 
 
-def build_application(runner: StageRunner, verifier: a.Verifier | None, *, app_id: str,
-                      tracking_dir: str | None = None, fork_from: str | None = None,
-                      fork_db: str | None = None, initial_state: dict | None = None) -> Application:
-    persister = SQLitePersister(db_path=str(runner.files.state_db), table_name="burr_state",
-                                connect_kwargs={"check_same_thread": False})
+def build_application(
+    runner: StageRunner,
+    verifier: a.Verifier | None,
+    *,
+    app_id: str,
+    tracking_dir: str | None = None,
+    fork_from: str | None = None,
+    fork_db: str | None = None,
+    initial_state: dict | None = None,
+) -> Application:
+    persister = SQLitePersister(
+        db_path=str(runner.files.state_db),
+        table_name="burr_state",
+        connect_kwargs={"check_same_thread": False},
+    )
     persister.initialize()
     loader = persister
     if fork_from is not None:
-        loader = SQLitePersister(db_path=fork_db, table_name="burr_state",
-                                 connect_kwargs={"check_same_thread": False})
+        loader = SQLitePersister(
+            db_path=fork_db, table_name="burr_state", connect_kwargs={"check_same_thread": False}
+        )
     actions = {
         "start": a.start,
         "anchor_extraction": a.extract_anchor.bind(runner=runner),
@@ -86,10 +97,14 @@ def build_application(runner: StageRunner, verifier: a.Verifier | None, *, app_i
         ApplicationBuilder()
         .with_actions(**actions)
         .with_transitions(*edges)
-        .initialize_from(loader, resume_at_next_action=True,
-                         default_state={**a.INITIAL_STATE, **(initial_state or {})},
-                         default_entrypoint="start", fork_from_app_id=fork_from,
-                         fork_from_partition_key=PARTITION if fork_from else None)
+        .initialize_from(
+            loader,
+            resume_at_next_action=True,
+            default_state={**a.INITIAL_STATE, **(initial_state or {})},
+            default_entrypoint="start",
+            fork_from_app_id=fork_from,
+            fork_from_partition_key=PARTITION if fork_from else None,
+        )
         .with_identifiers(app_id=app_id, partition_key=PARTITION)
         # the state is saved first, then projected: a crash or a full disk in between leaves
         # files behind the state, never ahead of it, and the projection below catches them up

@@ -25,19 +25,38 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def summarize(events: list[dict[str, Any]], state: Mapping[str, Any], *,
-              busy: bool = False) -> dict[str, Any]:
+def summarize(
+    events: list[dict[str, Any]], state: Mapping[str, Any], *, busy: bool = False
+) -> dict[str, Any]:
     """Per stage: status, wall time, model calls, tokens; plus totals (from events.jsonl).
 
     A stage that started but has no output is ``running`` while a process holds the session
     (``busy``) and ``interrupted`` otherwise (a crash or kill; ``resume`` re-runs it)."""
     stages: dict[str, dict[str, Any]] = {
-        s: {"status": "pending", "wall_ms": 0.0, "model_calls": 0, "input_tokens": 0,
-            "output_tokens": 0, "retries": 0, "runs": 0} for s in SUMMARY_STAGES}
+        s: {
+            "status": "pending",
+            "wall_ms": 0.0,
+            "model_calls": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "retries": 0,
+            "runs": 0,
+        }
+        for s in SUMMARY_STAGES
+    }
     for ev in events:
-        row = stages.setdefault(ev.get("stage") or "(session)", {
-            "status": "", "wall_ms": 0.0, "model_calls": 0, "input_tokens": 0,
-            "output_tokens": 0, "retries": 0, "runs": 0})
+        row = stages.setdefault(
+            ev.get("stage") or "(session)",
+            {
+                "status": "",
+                "wall_ms": 0.0,
+                "model_calls": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "retries": 0,
+                "runs": 0,
+            },
+        )
         data = ev.get("data") or {}
         kind = ev.get("type")
         if kind == "model_call":
@@ -61,10 +80,16 @@ def summarize(events: list[dict[str, Any]], state: Mapping[str, Any], *,
         if row["status"] in ("", "running") and slug not in outputs and slug != "anchor-extraction":
             row["status"] = ("running" if busy else "interrupted") if row["runs"] else "pending"
     rows = [r for r in stages.values()]
-    totals = {k: sum(r[k] for r in rows) for k in
-              ("wall_ms", "model_calls", "input_tokens", "output_tokens", "retries")}
-    return {"status": state.get("status", "running"), "stages": stages, "totals": totals,
-            "divergence": state.get("divergence") or {}}
+    totals = {
+        k: sum(r[k] for r in rows)
+        for k in ("wall_ms", "model_calls", "input_tokens", "output_tokens", "retries")
+    }
+    return {
+        "status": state.get("status", "running"),
+        "stages": stages,
+        "totals": totals,
+        "divergence": state.get("divergence") or {},
+    }
 
 
 class Projector(PostRunStepHook):
@@ -100,10 +125,14 @@ class Projector(PostRunStepHook):
                 self._written.pop(f"{rel}/output.json", None)
                 self._written.pop(f"{rel}/output.md", None)
                 continue
-            record = {"stage": spec.slug, "schema_version": SCHEMA_VERSION, **raw,
-                      "status": (meta.get(spec.slug) or {}).get("status", "completed"),
-                      "problems": (meta.get(spec.slug) or {}).get("problems", []),
-                      "validations": validations.get(spec.slug, [])}
+            record = {
+                "stage": spec.slug,
+                "schema_version": SCHEMA_VERSION,
+                **raw,
+                "status": (meta.get(spec.slug) or {}).get("status", "completed"),
+                "problems": (meta.get(spec.slug) or {}).get("problems", []),
+                "validations": validations.get(spec.slug, []),
+            }
             self._put(f"{rel}/output.json", _dump(record))
             self._put(f"{rel}/output.md", render_stage(spec, raw))
         self._put("gates.json", _dump(state.get("gates") or {}))

@@ -56,12 +56,17 @@ def stage_system_prompt(spec: StageSpec) -> str:
 
 def view_of(state: Mapping[str, Any]) -> StageView:
     """Typed read-only view of the outputs in ``state``."""
-    outputs = {slug: BY_SLUG[slug].output_model.model_validate(raw)
-               for slug, raw in (state.get("outputs") or {}).items()}
+    outputs = {
+        slug: BY_SLUG[slug].output_model.model_validate(raw)
+        for slug, raw in (state.get("outputs") or {}).items()
+    }
     anchor = state.get("anchor")
-    return StageView(idea=state.get("idea", ""), outputs=outputs,
-                     anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-                     appetite=state.get("appetite"))
+    return StageView(
+        idea=state.get("idea", ""),
+        outputs=outputs,
+        anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
+        appetite=state.get("appetite"),
+    )
 
 
 def render_review(review: Mapping[str, Any]) -> str:
@@ -87,9 +92,15 @@ class StageResult:
 class StageRunner:
     """Everything a stage needs at run time; one per session per process (no globals)."""
 
-    def __init__(self, settings: Settings, models: ModelRuntime, files: SessionFiles,
-                 post_validator: PostValidator | None = None, *,
-                 input_validation: bool | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        models: ModelRuntime,
+        files: SessionFiles,
+        post_validator: PostValidator | None = None,
+        *,
+        input_validation: bool | None = None,
+    ) -> None:
         """``input_validation`` (receiving-stage validation, seed 000) defaults to
         ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``)."""
         self.settings = settings
@@ -103,6 +114,7 @@ class StageRunner:
     def _record_call(self, stage: str) -> Callable[[ModelCall], None]:
         def sink(call: ModelCall) -> None:
             self.files.append_event("model_call", stage, **call.model_dump(mode="json"))
+
         return sink
 
     def tools_for(self, stage: str) -> list[Any]:
@@ -110,36 +122,63 @@ class StageRunner:
             return [make_web_search(self.settings.search_url, self.files, stage)]
         return []
 
-    def ask(self, stage: str, tier: str, system: str, ctx: Context,
-            model_cls: type[BaseModel], *, account_as: str | None = None) -> BaseModel:
+    def ask(
+        self,
+        stage: str,
+        tier: str,
+        system: str,
+        ctx: Context,
+        model_cls: type[BaseModel],
+        *,
+        account_as: str | None = None,
+    ) -> BaseModel:
         """One structured answer from a fresh agent named ``stage``, or a typed error.
 
         Its calls are accounted under ``account_as`` (default: ``stage``). The agent gets
         ``REPAIR_TURNS`` model calls: a contract violation earns exactly one repair turn.
         """
         ctx.check_fits(stage, system, context_window(self.settings))
-        model = build_model(self.settings, tier, stage,
-                            on_call=self._record_call(account_as or stage), runtime=self.models,
-                            output_model=model_cls)
+        model = build_model(
+            self.settings,
+            tier,
+            stage,
+            on_call=self._record_call(account_as or stage),
+            runtime=self.models,
+            output_model=model_cls,
+        )
         tools = self.tools_for(stage)
-        agent = Agent(model=model, system_prompt=system, callback_handler=None, tools=tools,
-                      retry_strategy=None, name=stage,
-                      conversation_manager=NullConversationManager())  # never trim silently
+        agent = Agent(
+            model=model,
+            system_prompt=system,
+            callback_handler=None,
+            tools=tools,
+            retry_strategy=None,
+            name=stage,
+            conversation_manager=NullConversationManager(),
+        )  # never trim silently
         try:
-            result = agent(ctx.text(), structured_output_model=model_cls,
-                           limits={"turns": REPAIR_TURNS + (MAX_SEARCHES if tools else 0)})
+            result = agent(
+                ctx.text(),
+                structured_output_model=model_cls,
+                limits={"turns": REPAIR_TURNS + (MAX_SEARCHES if tools else 0)},
+            )
         except StructuredOutputException:
             raise _violation_from(agent, model_cls, stage) from None
         except MaxTokensReachedException:
-            raise StageFailed(stage, "the model's answer was cut off at its output token limit; "
-                                     "try again, or use a model with a larger output limit") from None
+            raise StageFailed(
+                stage,
+                "the model's answer was cut off at its output token limit; "
+                "try again, or use a model with a larger output limit",
+            ) from None
         except HaythamError:
             raise
         except Exception as exc:  # strands wraps provider errors; surface ours if present
             inner = _find_cause(exc)
             if inner is not None:
                 raise inner from None
-            raise StageFailed(stage, f"the model call failed ({type(exc).__name__}: {exc})") from exc
+            raise StageFailed(
+                stage, f"the model call failed ({type(exc).__name__}: {exc})"
+            ) from exc
         if result.structured_output is None:
             raise _violation_from(agent, model_cls, stage)
         return result.structured_output
@@ -151,7 +190,9 @@ class StageRunner:
             state = {**state, "outputs": received.outputs}
         view = view_of(state)
         review = (state.get("reviews") or {}).get(spec.slug)
-        bound = APPETITE_BOUNDS[effective_appetite(view)] if spec.slug == "story-generation" else None
+        bound = (
+            APPETITE_BOUNDS[effective_appetite(view)] if spec.slug == "story-generation" else None
+        )
         system = stage_system_prompt(spec)
         started = time.perf_counter()
         self.files.append_event("stage_started", spec.slug, rework=review is not None)
@@ -159,18 +200,25 @@ class StageRunner:
         try:
             for attempt in (1, 2):
                 ctx = build_stage_context(
-                    spec, idea=state["idea"], anchor_text=state.get("anchor_text", ""),
-                    outputs=state.get("outputs") or {}, appetite=view.appetite,
-                    appetite_bound=bound, feedback=render_review(review) if review else None,
-                    problems=problems, tools=[t.tool_name for t in self.tools_for(spec.slug)],
-                    offers_tools=spec.slug == "market-context")
+                    spec,
+                    idea=state["idea"],
+                    anchor_text=state.get("anchor_text", ""),
+                    outputs=state.get("outputs") or {},
+                    appetite=view.appetite,
+                    appetite_bound=bound,
+                    feedback=render_review(review) if review else None,
+                    problems=problems,
+                    tools=[t.tool_name for t in self.tools_for(spec.slug)],
+                    offers_tools=spec.slug == "market-context",
+                )
                 output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
                 output = spec.finalize(output, view)
                 problems = spec.check(output, view)
                 if not problems:
                     break
-                self.files.append_event("stage_check_failed", spec.slug, attempt=attempt,
-                                        problems=problems)
+                self.files.append_event(
+                    "stage_check_failed", spec.slug, attempt=attempt, problems=problems
+                )
                 if attempt == 1:
                     self.files.append_event("stage_reask", spec.slug, problems=problems)
         except ContractViolation as exc:
@@ -183,23 +231,34 @@ class StageRunner:
         findings, divergence = self._post_validate(spec.slug, state, dumped)
         flags = received.quality_flags if received is not None else None
         self.files.append_event(
-            "stage_completed", spec.slug, attempts=attempt,
+            "stage_completed",
+            spec.slug,
+            attempts=attempt,
             wall_ms=round((time.perf_counter() - started) * 1000, 1),
-            status="needs_attention" if problems else "completed", problems=problems,
-            **({"quality_flags": flags} if flags is not None else {}))
-        return StageResult(output=dumped, problems=problems, attempts=attempt, findings=findings,
-                           divergence=divergence,
-                           inputs=received.changed if received is not None else {},
-                           quality_flags=flags)
+            status="needs_attention" if problems else "completed",
+            problems=problems,
+            **({"quality_flags": flags} if flags is not None else {}),
+        )
+        return StageResult(
+            output=dumped,
+            problems=problems,
+            attempts=attempt,
+            findings=findings,
+            divergence=divergence,
+            inputs=received.changed if received is not None else {},
+            quality_flags=flags,
+        )
 
-    def _post_validate(self, slug: str, state: Mapping[str, Any],
-                       dumped: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    def _post_validate(
+        self, slug: str, state: Mapping[str, Any], dumped: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, float]]:
         if self.post_validator is None:
             return [], {}
         outputs = {**(state.get("outputs") or {}), slug: dumped}
         tool_calls = [e for e in self.files.events() if e.get("type") == "tool_call"]
         findings, divergence = self.post_validator(
-            slug, {**state, "outputs": outputs, "tool_calls": tool_calls})
+            slug, {**state, "outputs": outputs, "tool_calls": tool_calls}
+        )
         for f in findings:
             self.files.append_event("validation", slug, **f)
         return findings, divergence
@@ -223,22 +282,32 @@ class StageRunner:
                 tokens = anchor.token_count()
                 if tokens <= ANCHOR_TOKEN_BUDGET:
                     break
-                problems = [f"The rendered anchor is ≈{tokens} tokens; the budget is "
-                            f"{ANCHOR_TOKEN_BUDGET}. Tighten it: fewer, shorter items; keep "
-                            "every invariant the idea states."]
+                problems = [
+                    f"The rendered anchor is ≈{tokens} tokens; the budget is "
+                    f"{ANCHOR_TOKEN_BUDGET}. Tighten it: fewer, shorter items; keep "
+                    "every invariant the idea states."
+                ]
                 self.files.append_event("stage_reask", stage, problems=problems)
             else:
-                raise StageFailed(stage, f"the anchor stayed over its {ANCHOR_TOKEN_BUDGET}-token "
-                                         f"budget (≈{tokens}) after {MAX_ANCHOR_TIGHTENING} "
-                                         "requests to tighten it; it is never truncated.")
+                raise StageFailed(
+                    stage,
+                    f"the anchor stayed over its {ANCHOR_TOKEN_BUDGET}-token "
+                    f"budget (≈{tokens}) after {MAX_ANCHOR_TIGHTENING} "
+                    "requests to tighten it; it is never truncated.",
+                )
         except ContractViolation as exc:
             self._failed(stage, exc.to_dict())
             raise StageFailed(stage, str(exc), cause=exc.to_dict()) from None
         except HaythamError as exc:
             self._failed(stage, exc.to_dict())
             raise
-        self.files.append_event("stage_completed", stage, tokens=tokens, status="completed",
-                                wall_ms=round((time.perf_counter() - started) * 1000, 1))
+        self.files.append_event(
+            "stage_completed",
+            stage,
+            tokens=tokens,
+            status="completed",
+            wall_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
         return anchor
 
 
@@ -267,14 +336,17 @@ def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> Con
     if last_input is None:
         return ContractViolation(
             f"{stage}: the model did not produce a {model_cls.__name__} after one repair request",
-            actual_shape="text", expected_keys=list(model_cls.model_fields),
-            mismatch="missing_required_key")
+            actual_shape="text",
+            expected_keys=list(model_cls.model_fields),
+            mismatch="missing_required_key",
+        )
     try:
         parse_contract(model_cls, last_input, where=stage)
     except ContractViolation as exc:
         return exc
-    return ContractViolation(f"{stage}: the structured answer was not accepted",
-                             mismatch="type_mismatch")
+    return ContractViolation(
+        f"{stage}: the structured answer was not accepted", mismatch="type_mismatch"
+    )
 
 
 __all__ = ["StageRunner", "StageResult", "view_of", "StageOutput", "ANCHOR_AGENT"]

@@ -46,7 +46,9 @@ class Invariant(TolerantModel):
     property: str = Field(min_length=1, description="snake_case name, e.g. access_model.")
     value: str = Field(min_length=1, description="The required value or condition.")
     source: str = Field(min_length=1, description="Exact quote or close paraphrase of the idea.")
-    confidence: float = Field(ge=0.0, le=1.0, description="Extraction confidence; < 0.7 = ambiguous.")
+    confidence: float = Field(
+        ge=0.0, le=1.0, description="Extraction confidence; < 0.7 = ambiguous."
+    )
     ambiguity: str | None = Field(default=None, description="If confidence < 0.7: what is unclear.")
     clarification_options: list[str] = Field(
         default_factory=list, description="If confidence < 0.7: 2-3 concrete choices."
@@ -109,9 +111,7 @@ class Invariant(TolerantModel):
 
 class IdentityFeature(TolerantModel):
     feature: str = Field(min_length=1, description="The distinctive element of the idea.")
-    why_distinctive: str = Field(
-        default="", description="Why an LLM is likely to genericize it."
-    )
+    why_distinctive: str = Field(default="", description="Why an LLM is likely to genericize it.")
 
 
 class ConceptAnchor(TolerantModel):
@@ -132,8 +132,10 @@ class ConceptAnchor(TolerantModel):
 
     def as_extracted(self) -> ConceptAnchor:
         """This anchor with every reviewer-only flag cleared (a model cannot set them)."""
-        invs = [i.model_copy(update={"user_clarified": False, "auto_resolved": False})
-                for i in self.invariants]
+        invs = [
+            i.model_copy(update={"user_clarified": False, "auto_resolved": False})
+            for i in self.invariants
+        ]
         return self.model_copy(update={"invariants": invs})
 
     # -- queries ---------------------------------------------------------------------------
@@ -173,8 +175,15 @@ class ConceptAnchor(TolerantModel):
         inv = self.invariant(prop)
         if not value.strip():
             raise InputError("An invariant's value cannot be empty.")
-        new = inv.model_copy(update={"value": value.strip(), "confidence": 1.0, "ambiguity": None,
-                                     "clarification_options": [], "user_clarified": True})
+        new = inv.model_copy(
+            update={
+                "value": value.strip(),
+                "confidence": 1.0,
+                "ambiguity": None,
+                "clarification_options": [],
+                "user_clarified": True,
+            }
+        )
         return self._replace(inv.property, new)
 
     def remove_non_goal(self, text: str) -> ConceptAnchor:
@@ -192,8 +201,10 @@ class ConceptAnchor(TolerantModel):
     # -- rendering -------------------------------------------------------------------------
     def render(self) -> str:
         """The anchor as the text every stage receives verbatim (deterministic)."""
-        lines = ["CONCEPT ANCHOR (immutable; honour every invariant or override it with a reason)",
-                 f"Goal: {self.intent.goal}"]
+        lines = [
+            "CONCEPT ANCHOR (immutable; honour every invariant or override it with a reason)",
+            f"Goal: {self.intent.goal}",
+        ]
         if self.intent.explicit_constraints:
             lines.append("Explicit constraints:")
             lines += [f"- {c}" for c in self.intent.explicit_constraints]
@@ -212,8 +223,10 @@ class ConceptAnchor(TolerantModel):
             lines.append(f'- {inv.property} = {inv.value} (source: "{inv.source}"){tag}')
         if self.identity:
             lines.append("Identity (do not genericize):")
-            lines += [f"- {f.feature}" + (f" ({f.why_distinctive})" if f.why_distinctive else "")
-                      for f in self.identity]
+            lines += [
+                f"- {f.feature}" + (f" ({f.why_distinctive})" if f.why_distinctive else "")
+                for f in self.identity
+            ]
         return "\n".join(lines)
 
     def token_count(self) -> int:

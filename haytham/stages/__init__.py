@@ -20,9 +20,15 @@ from haytham.stages.base import Phase, StageSpec, StageView
 STAGES: tuple[StageSpec, ...] = tuple(
     m.SPEC
     for m in (
-        idea_analysis, market_context, risk_assessment, validation_summary,
-        mvp_scope, capability_model,
-        system_traits, build_buy_analysis, architecture_decisions,
+        idea_analysis,
+        market_context,
+        risk_assessment,
+        validation_summary,
+        mvp_scope,
+        capability_model,
+        system_traits,
+        build_buy_analysis,
+        architecture_decisions,
         story_generation,
     )
 )

@@ -11,7 +11,9 @@ from haytham.stages.base import Phase, StageSpec, StageView
 
 
 class Decision(TolerantModel):
-    id: str = Field(pattern=r"^DEC-[A-Z0-9]+-\d{3}$", description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001")
+    id: str = Field(
+        pattern=r"^DEC-[A-Z0-9]+-\d{3}$", description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001"
+    )
     title: str
     decision: str
     serves: list[str] = Field(min_length=1, description="CAP ids served.")
@@ -39,8 +41,9 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
     caps = view.payload("capability-model")
     ids = sorted(c.id for c in caps.functional) if caps is not None else []
     served = {s for d in output.payload.decisions for s in d.serves}
-    coverage = Coverage(covered=[i for i in ids if i in served],
-                        uncovered=[i for i in ids if i not in served])
+    coverage = Coverage(
+        covered=[i for i in ids if i in served], uncovered=[i for i in ids if i not in served]
+    )
     payload = output.payload.model_copy(update={"coverage": coverage})
     return output.model_copy(update={"payload": payload})
 
@@ -52,7 +55,13 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return []
 
 
-SPEC = StageSpec(9, "architecture-decisions", Phase.HOW, "Architecture decisions",
-                 ArchitectureDecisionsOutput,
-                 needs=("capability-model", "system-traits", "build-buy-analysis"),
-                 finalize=finalize, check=check)
+SPEC = StageSpec(
+    9,
+    "architecture-decisions",
+    Phase.HOW,
+    "Architecture decisions",
+    ArchitectureDecisionsOutput,
+    needs=("capability-model", "system-traits", "build-buy-analysis"),
+    finalize=finalize,
+    check=check,
+)

@@ -48,5 +48,12 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     ]
 
 
-SPEC = StageSpec(8, "build-buy-analysis", Phase.HOW, "Build / buy analysis",
-                 BuildBuyAnalysisOutput, needs=("capability-model", "system-traits"), check=check)
+SPEC = StageSpec(
+    8,
+    "build-buy-analysis",
+    Phase.HOW,
+    "Build / buy analysis",
+    BuildBuyAnalysisOutput,
+    needs=("capability-model", "system-traits"),
+    check=check,
+)

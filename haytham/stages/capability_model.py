@@ -62,5 +62,12 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return problems
 
 
-SPEC = StageSpec(6, "capability-model", Phase.WHAT, "Capability model", CapabilityModelOutput,
-                 needs=("mvp-scope",), check=check)
+SPEC = StageSpec(
+    6,
+    "capability-model",
+    Phase.WHAT,
+    "Capability model",
+    CapabilityModelOutput,
+    needs=("mvp-scope",),
+    check=check,
+)

@@ -32,5 +32,6 @@ class MarketContextOutput(StageOutput):
     payload: MarketContext
 
 
-SPEC = StageSpec(2, "market-context", Phase.WHY, "Market context", MarketContextOutput,
-                 needs=("idea-analysis",))
+SPEC = StageSpec(
+    2, "market-context", Phase.WHY, "Market context", MarketContextOutput, needs=("idea-analysis",)
+)

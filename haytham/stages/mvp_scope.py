@@ -62,5 +62,12 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return []
 
 
-SPEC = StageSpec(5, "mvp-scope", Phase.WHAT, "MVP scope", MvpScopeOutput,
-                 needs=("idea-analysis", "validation-summary"), check=check)
+SPEC = StageSpec(
+    5,
+    "mvp-scope",
+    Phase.WHAT,
+    "MVP scope",
+    MvpScopeOutput,
+    needs=("idea-analysis", "validation-summary"),
+    check=check,
+)

@@ -67,5 +67,11 @@ class RiskAssessmentOutput(StageOutput):
     payload: RiskAssessment
 
 
-SPEC = StageSpec(3, "risk-assessment", Phase.WHY, "Risk assessment", RiskAssessmentOutput,
-                 needs=("idea-analysis", "market-context"))
+SPEC = StageSpec(
+    3,
+    "risk-assessment",
+    Phase.WHY,
+    "Risk assessment",
+    RiskAssessmentOutput,
+    needs=("idea-analysis", "market-context"),
+)

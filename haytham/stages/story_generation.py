@@ -61,7 +61,7 @@ def _cycles(stuck: list[str], pending: dict[str, set[str]]) -> list[list[str]]:
             path.append(node)
             node = sorted(pending[node])[0]
         if node in path:
-            cycle = path[path.index(node):]
+            cycle = path[path.index(node) :]
             if not seen & set(cycle):
                 cycles.append(cycle)
                 seen |= set(cycle)
@@ -107,6 +107,13 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return problems
 
 
-SPEC = StageSpec(10, "story-generation", Phase.STORIES, "Story generation", StoryGenerationOutput,
-                 needs=("mvp-scope", "capability-model", "system-traits", "architecture-decisions"),
-                 finalize=finalize, check=check)
+SPEC = StageSpec(
+    10,
+    "story-generation",
+    Phase.STORIES,
+    "Story generation",
+    StoryGenerationOutput,
+    needs=("mvp-scope", "capability-model", "system-traits", "architecture-decisions"),
+    finalize=finalize,
+    check=check,
+)

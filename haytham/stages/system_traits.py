@@ -83,5 +83,11 @@ class SystemTraitsOutput(StageOutput):
     payload: SystemTraits
 
 
-SPEC = StageSpec(7, "system-traits", Phase.HOW, "System traits", SystemTraitsOutput,
-                 needs=("mvp-scope", "capability-model"))
+SPEC = StageSpec(
+    7,
+    "system-traits",
+    Phase.HOW,
+    "System traits",
+    SystemTraitsOutput,
+    needs=("mvp-scope", "capability-model"),
+)

@@ -30,7 +30,9 @@ class Dimension(TolerantModel):
     evidence: str = ""
 
 
-def verdict(knockouts: list[Knockout], dimensions: list[Dimension], risk: str) -> tuple[Verdict, str]:
+def verdict(
+    knockouts: list[Knockout], dimensions: list[Dimension], risk: str
+) -> tuple[Verdict, str]:
     """The documented rule, in order:
 
     1. any knockout criterion failed                       → NO-GO
@@ -70,7 +72,9 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
     level = risk.risk_level if risk is not None else "medium"
     p: ValidationSummary = output.payload
     decided, reason = verdict(p.knockout_criteria, p.dimensions, level)
-    payload = p.model_copy(update={"risk_level": level, "verdict": decided, "verdict_reason": reason})
+    payload = p.model_copy(
+        update={"risk_level": level, "verdict": decided, "verdict_reason": reason}
+    )
     return output.model_copy(update={"payload": payload})
 
 
@@ -81,5 +85,13 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return []
 
 
-SPEC = StageSpec(4, "validation-summary", Phase.WHY, "Validation summary", ValidationSummaryOutput,
-                 needs=("risk-assessment",), finalize=finalize, check=check)
+SPEC = StageSpec(
+    4,
+    "validation-summary",
+    Phase.WHY,
+    "Validation summary",
+    ValidationSummaryOutput,
+    needs=("risk-assessment",),
+    finalize=finalize,
+    check=check,
+)

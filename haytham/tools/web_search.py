@@ -28,17 +28,23 @@ def make_web_search(base_url: str, files: SessionFiles, stage: str, timeout: flo
             query: what to search for, in a few specific words.
         """
         try:
-            resp = httpx.get(f"{base_url.rstrip('/')}/search",
-                             params={"q": query, "format": "json"}, timeout=timeout)
+            resp = httpx.get(
+                f"{base_url.rstrip('/')}/search",
+                params={"q": query, "format": "json"},
+                timeout=timeout,
+            )
             resp.raise_for_status()
             results = (resp.json() or {}).get("results", [])[:MAX_RESULTS]
-            text = "\n".join(f"- {r.get('title', '')} — {r.get('url', '')}\n  "
-                             f"{(r.get('content') or '').strip()}" for r in results)
+            text = "\n".join(
+                f"- {r.get('title', '')} — {r.get('url', '')}\n  {(r.get('content') or '').strip()}"
+                for r in results
+            )
             text = text or "No results."
         except (httpx.HTTPError, ValueError) as exc:
             text = f"Search failed ({type(exc).__name__}); treat numbers as estimates."
-        files.append_event("tool_call", stage, tool="web_search", input={"query": query},
-                           result=text)
+        files.append_event(
+            "tool_call", stage, tool="web_search", input={"query": query}, result=text
+        )
         return text
 
     return web_search

@@ -103,9 +103,15 @@ def _stories(ctx: Context) -> list[Finding]:
     appetite = _appetite(ctx)
     count = len(sg.stories)
     if appetite is not None and count > APPETITE_BOUNDS[appetite]:
-        found.append(finding(
-            NAME, slug, f"{count} stories exceed the bound of {APPETITE_BOUNDS[appetite]} for a "
-            f"{appetite} appetite", evidence=f"appetite {appetite}; stories {count}"))
+        found.append(
+            finding(
+                NAME,
+                slug,
+                f"{count} stories exceed the bound of {APPETITE_BOUNDS[appetite]} for a "
+                f"{appetite} appetite",
+                evidence=f"appetite {appetite}; stories {count}",
+            )
+        )
     caps = ctx.payload("capability-model")
     decs = ctx.payload("architecture-decisions")
     cap_ids = caps.ids() if caps is not None else None
@@ -123,25 +129,48 @@ def _stories(ctx: Context) -> list[Finding]:
             else:
                 bad.append(ref)
         if bad:
-            found.append(finding(NAME, slug, f"{s.id} implements ids that do not exist: "
-                                 f"{', '.join(bad)}", evidence=f"{s.id} {s.title!r}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{s.id} implements ids that do not exist: {', '.join(bad)}",
+                    evidence=f"{s.id} {s.title!r}",
+                )
+            )
     if caps is not None:
         implemented = {r.strip() for s in sg.stories for r in s.implements}
         orphans = [c.id for c in caps.functional if c.id not in implemented]
         if orphans:
             names = {c.id: c.name for c in caps.functional}
-            found.append(finding(
-                NAME, slug, f"functional capabilities with no story: {', '.join(orphans)}",
-                evidence="; ".join(f"{o} {names[o]!r}" for o in orphans)))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"functional capabilities with no story: {', '.join(orphans)}",
+                    evidence="; ".join(f"{o} {names[o]!r}" for o in orphans),
+                )
+            )
     ids = {s.id for s in sg.stories}
     for s in sg.stories:
         unknown = [d for d in s.depends_on if d not in ids]
         if unknown:
-            found.append(finding(NAME, slug, f"{s.id} depends on unknown stories "
-                                 f"{', '.join(unknown)}", evidence=f"{s.id} {s.title!r}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{s.id} depends on unknown stories {', '.join(unknown)}",
+                    evidence=f"{s.id} {s.title!r}",
+                )
+            )
     for cycle in find_cycles({s.id: [d for d in s.depends_on if d in ids] for s in sg.stories}):
-        found.append(finding(NAME, slug, "dependency cycle: " + " -> ".join(cycle + cycle[:1]),
-                             evidence=", ".join(cycle)))
+        found.append(
+            finding(
+                NAME,
+                slug,
+                "dependency cycle: " + " -> ".join(cycle + cycle[:1]),
+                evidence=", ".join(cycle),
+            )
+        )
     return found
 
 
@@ -151,9 +180,15 @@ def _decisions(ctx: Context) -> list[Finding]:
         return []
     known = caps.ids()
     return [
-        finding(NAME, "architecture-decisions", f"{d.id} serves capabilities that do not exist: "
-                f"{', '.join(sorted(set(d.serves) - known))}", evidence=f"{d.id} {d.title!r}")
-        for d in decs.decisions if set(d.serves) - known
+        finding(
+            NAME,
+            "architecture-decisions",
+            f"{d.id} serves capabilities that do not exist: "
+            f"{', '.join(sorted(set(d.serves) - known))}",
+            evidence=f"{d.id} {d.title!r}",
+        )
+        for d in decs.decisions
+        if set(d.serves) - known
     ]
 
 

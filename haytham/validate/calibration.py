@@ -174,14 +174,17 @@ def load_case(folder: Path, workdir: Path) -> Case:
         expected = _expected(label)
     except CaseError as exc:
         raise CaseError(f"case {folder.name}: {exc}") from None
-    return Case(folder.name, path, label.get("drift"), expected, label.get("stage"),
-                label.get("note", ""))
+    return Case(
+        folder.name, path, label.get("drift"), expected, label.get("stage"), label.get("note", "")
+    )
 
 
 def load_cases(root: Path, workdir: Path) -> list[Case]:
     """Every case under ``root`` (sorted by name); patched cases are materialised in ``workdir``."""
-    return [load_case(folder, workdir)
-            for folder in sorted(p for p in Path(root).iterdir() if (p / "label.json").is_file())]
+    return [
+        load_case(folder, workdir)
+        for folder in sorted(p for p in Path(root).iterdir() if (p / "label.json").is_file())
+    ]
 
 
 @dataclass
@@ -214,12 +217,12 @@ class Calibration:
 
 
 def _fired(report: ValidationReport, name: str, stage: str | None) -> bool:
-    return any(f.validator == name and (stage is None or f.stage == stage)
-               for f in report.findings)
+    return any(f.validator == name and (stage is None or f.stage == stage) for f in report.findings)
 
 
-def score(results: Iterable[tuple[Case, ValidationReport]],
-          validators: Sequence[str] = VALIDATOR_NAMES) -> Calibration:
+def score(
+    results: Iterable[tuple[Case, ValidationReport]], validators: Sequence[str] = VALIDATOR_NAMES
+) -> Calibration:
     """Per validator: TP (fired on a case it is expected for), FP (fired on a faithful case),
     misses (expected, and no expected validator caught the case), other (fired on a drift case
     labelled for another validator: often a true side effect, never counted as FP)."""

@@ -64,10 +64,15 @@ def _inconsistent(ctx: Context) -> list[Finding]:
             if key in reported:
                 break
             reported.add(key)
-            found.append(finding(
-                NAME, slug_b, f"{slug_b} states {qb.text} where {slug_a} stated {qa.text} for "
-                "what looks like the same quantity",
-                evidence=f"{slug_a}: {short(text_a, 120)!r} | {slug_b}: {short(text_b, 120)!r}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug_b,
+                    f"{slug_b} states {qb.text} where {slug_a} stated {qa.text} for "
+                    "what looks like the same quantity",
+                    evidence=f"{slug_a}: {short(text_a, 120)!r} | {slug_b}: {short(text_b, 120)!r}",
+                )
+            )
             break
     return found
 
@@ -98,8 +103,7 @@ def _norm_url(url: str) -> str:
     return url.split("#")[0].rstrip("/.,;")
 
 
-def _sourced(statement: str, evidence: str | None, tool_texts: list[str],
-             tolerance: float) -> bool:
+def _sourced(statement: str, evidence: str | None, tool_texts: list[str], tolerance: float) -> bool:
     wanted = [q.value for q in extract(statement)]
     urls = [_norm_url(u) for u in _URL.findall(evidence or "")]
     for text in tool_texts:
@@ -128,15 +132,25 @@ def _unsourced(ctx: Context) -> list[Finding]:
                 if tool_texts is None:
                     tool_texts = _tool_texts(ctx, slug)
                 if not _sourced(claim.statement, claim.evidence, tool_texts, 0.01):
-                    found.append(finding(
-                        NAME, slug, f"{slug} cites web_search for a claim no logged search "
-                        "result supports; treat it as unsourced",
-                        evidence=f"{short(claim.statement, 140)!r} (evidence: "
-                                 f"{short(claim.evidence or 'none', 80)})"))
+                    found.append(
+                        finding(
+                            NAME,
+                            slug,
+                            f"{slug} cites web_search for a claim no logged search "
+                            "result supports; treat it as unsourced",
+                            evidence=f"{short(claim.statement, 140)!r} (evidence: "
+                            f"{short(claim.evidence or 'none', 80)})",
+                        )
+                    )
             elif claim.source == "unsourced" and is_statistic(claim.statement):
-                found.append(finding(
-                    NAME, slug, f"{slug} states an unsourced statistic",
-                    evidence=short(claim.statement, 160)))
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"{slug} states an unsourced statistic",
+                        evidence=short(claim.statement, 160),
+                    )
+                )
     return found
 
 
@@ -167,12 +181,20 @@ def _phantom(ctx: Context) -> list[Finding]:
             continue
         share, missing, unknown = founder_support(claim.statement, ctx.snap.idea)
         if share < ctx.settings.founder_support_min or unknown:
-            why = (f"numbers {unknown} are not in the idea" if unknown
-                   else f"only {share:.0%} of its key terms occur in the idea")
-            found.append(finding(
-                NAME, "risk-assessment", "risk-assessment attributes to the founder a claim the "
-                f"idea never makes ({why})",
-                evidence=f"{short(claim.statement, 140)!r}; missing terms {missing[:6]}"))
+            why = (
+                f"numbers {unknown} are not in the idea"
+                if unknown
+                else f"only {share:.0%} of its key terms occur in the idea"
+            )
+            found.append(
+                finding(
+                    NAME,
+                    "risk-assessment",
+                    "risk-assessment attributes to the founder a claim the "
+                    f"idea never makes ({why})",
+                    evidence=f"{short(claim.statement, 140)!r}; missing terms {missing[:6]}",
+                )
+            )
     return found
 
 

@@ -34,8 +34,9 @@ def report_json(report: ValidationReport) -> dict[str, object]:
     """The CLI's JSON: findings plus ``divergence`` as slug -> similarity to the anchor."""
     return {
         "findings": [f.model_dump(mode="json") for f in report.findings],
-        "divergence": {slug: row["anchor"] for slug, row in report.divergence.items()
-                       if "anchor" in row},
+        "divergence": {
+            slug: row["anchor"] for slug, row in report.divergence.items() if "anchor" in row
+        },
     }
 
 
@@ -45,8 +46,10 @@ def render_table(report: ValidationReport) -> str:
         lines.append("No findings.")
     else:
         header = ("SEVERITY", "VALIDATOR", "STAGE", "INVARIANT", "MESSAGE")
-        rows = [(f.severity, f.validator, f.stage or "-", f.invariant or "-", f.message)
-                for f in report.findings]
+        rows = [
+            (f.severity, f.validator, f.stage or "-", f.invariant or "-", f.message)
+            for f in report.findings
+        ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
         lines.append(fmt.format(*header))
@@ -64,15 +67,23 @@ def render_table(report: ValidationReport) -> str:
     return "\n".join(lines)
 
 
-def cli_main(target: str, *, as_json: bool, sessions_dir: Path,
-             out: TextIO | None = None, err: TextIO | None = None) -> int:
+def cli_main(
+    target: str,
+    *,
+    as_json: bool,
+    sessions_dir: Path,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Validate one saved session and print the report; returns the exit code (0, or 2)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     folder = resolve_session(target, sessions_dir)
     if folder is None:
-        print(f"No session {target!r}: it is neither a folder nor a session id under "
-              f"{sessions_dir}.", file=err)
+        print(
+            f"No session {target!r}: it is neither a folder nor a session id under {sessions_dir}.",
+            file=err,
+        )
         return 2
     try:
         snap = load_snapshot(folder)

@@ -22,8 +22,16 @@ WHAT_HOW_STORIES: tuple[str, ...] = tuple(s.slug for s in STAGES if s.number >= 
 DESCRIPTIVE: tuple[str, ...] = ("mvp-scope", "capability-model", "story-generation")
 """Stages that describe the whole product at their level; each must evidence every invariant."""
 
-COMPUTED_KEYS = ("order", "cycles", "coverage", "constraints", "risk_level", "verdict",
-                 "verdict_reason", "appetite")
+COMPUTED_KEYS = (
+    "order",
+    "cycles",
+    "coverage",
+    "constraints",
+    "risk_level",
+    "verdict",
+    "verdict_reason",
+    "appetite",
+)
 
 
 @dataclass(frozen=True)
@@ -50,12 +58,22 @@ class Context:
 
 
 def finding(
-    validator: str, stage: str | None, message: str, *, invariant: str | None = None,
+    validator: str,
+    stage: str | None,
+    message: str,
+    *,
+    invariant: str | None = None,
     evidence: str = "",
 ) -> Finding:
     """A warning-level finding; the runner raises it to blocking when the settings say so."""
-    return Finding(validator=validator, severity="warning", stage=stage, invariant=invariant,
-                   message=message, evidence=evidence)
+    return Finding(
+        validator=validator,
+        severity="warning",
+        stage=stage,
+        invariant=invariant,
+        message=message,
+        evidence=evidence,
+    )
 
 
 # -- anchor invariants -------------------------------------------------------------------------
@@ -72,13 +90,15 @@ CLOSED_ACCESS = re.compile(
     r"approved|vetted|employees only|staff only|pre-?registered)\b"
 )
 OPEN_ACCESS = re.compile(
-    r"\b(?:open to (?:anyone|everyone|the public)|public|anyone|open registration)\b")
+    r"\b(?:open to (?:anyone|everyone|the public)|public|anyone|open registration)\b"
+)
 SYNC_VALUE = re.compile(
     r"\b(?:synchronous|realtime|live|simultaneous(?:ly)?|at the same time|together at once)\b"
 )
 ASYNC_VALUE = re.compile(r"\b(?:asynchronous|async|at their own pace|offline|batch)\b")
 _REQUEST_RESPONSE = re.compile(
-    r"\b(?:request|response|http|rest|rpc|api calls?|command|batch|job|cli|webhook)s?\b")
+    r"\b(?:request|response|http|rest|rpc|api calls?|command|batch|job|cli|webhook)s?\b"
+)
 AV_VALUE = re.compile(r"\b(?:video|audio|voice|call|calls|webrtc|zoom)\b")
 
 
@@ -153,16 +173,18 @@ def overridden_names(out: StageOutput) -> set[str]:
 
 
 def mentions_invariant(names: set[str], prop: str) -> bool:
-    return any(n == prop or n.startswith(prop + "_") or prop.startswith(n + "_") and n
-               for n in names)
+    return any(
+        n == prop or n.startswith(prop + "_") or prop.startswith(n + "_") and n for n in names
+    )
 
 
 def payload_items(payload: Any, key: str) -> Iterator[Any]:
     yield from getattr(payload, key, []) or []
 
 
-NEGATIVE_SPLIT = re.compile(r",?\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+",
-                            re.IGNORECASE)
+NEGATIVE_SPLIT = re.compile(
+    r",?\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+", re.IGNORECASE
+)
 
 
 def feature_parts(feature: str) -> tuple[str, str]:

@@ -35,8 +35,11 @@ PAIRS: tuple[tuple[str, str], ...] = (
     ("capability-model", "story-generation"),
 )
 MAX_PER_PAIR = 3
-_RULE = re.compile(r"\b(?:cannot|can't|can not|must not|reject|rejects|rejected|only if|unless|"
-                   r"fails?|invalid|without a valid)\b", re.IGNORECASE)
+_RULE = re.compile(
+    r"\b(?:cannot|can't|can not|must not|reject|rejects|rejected|only if|unless|"
+    r"fails?|invalid|without a valid)\b",
+    re.IGNORECASE,
+)
 """Validation rules ("cannot be saved without a topic") are negated by design, not opposed."""
 
 
@@ -69,9 +72,15 @@ def check(ctx: Context, vecs: SessionVectors) -> list[Finding]:
             continue
         sim = float(va.doc @ vb.doc)
         if sim < ctx.settings.pair_floor:
-            found.append(finding(
-                NAME, b, f"{b} and {a} barely describe the same system (similarity {sim:.2f} < "
-                f"{ctx.settings.pair_floor:.2f})", evidence="document-level similarity"))
+            found.append(
+                finding(
+                    NAME,
+                    b,
+                    f"{b} and {a} barely describe the same system (similarity {sim:.2f} < "
+                    f"{ctx.settings.pair_floor:.2f})",
+                    evidence="document-level similarity",
+                )
+            )
         sa, sb = va.included_segments, vb.included_segments
         if not sa or not sb:
             continue
@@ -84,10 +93,15 @@ def check(ctx: Context, vecs: SessionVectors) -> list[Finding]:
             term = _opposed_term(sa[i].text, sb[j].text)
             if term is None:
                 continue
-            found.append(finding(
-                NAME, b, f"{b} may contradict {a} about {term!r} (similar sentences, opposite "
-                f"polarity, similarity {float(sims[i, j]):.2f})",
-                evidence=f"{a}: {short(sa[i].text, 120)!r} | {b}: {short(sb[j].text, 120)!r}"))
+            found.append(
+                finding(
+                    NAME,
+                    b,
+                    f"{b} may contradict {a} about {term!r} (similar sentences, opposite "
+                    f"polarity, similarity {float(sims[i, j]):.2f})",
+                    evidence=f"{a}: {short(sa[i].text, 120)!r} | {b}: {short(sb[j].text, 120)!r}",
+                )
+            )
             reported += 1
             if reported >= MAX_PER_PAIR:
                 break

@@ -60,10 +60,15 @@ def _floor(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Findin
         if slug not in DESCRIPTIVE or "anchor" not in row or not ctx.wants(slug):
             continue
         if row["anchor"] < ctx.settings.divergence_floor:
-            found.append(finding(
-                NAME, slug, f"{slug} has drifted from the anchor (similarity {row['anchor']:.2f} "
-                f"< {ctx.settings.divergence_floor:.2f})",
-                evidence=f"similarity to idea {row['idea']:.2f}, to anchor {row['anchor']:.2f}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} has drifted from the anchor (similarity {row['anchor']:.2f} "
+                    f"< {ctx.settings.divergence_floor:.2f})",
+                    evidence=f"similarity to idea {row['idea']:.2f}, to anchor {row['anchor']:.2f}",
+                )
+            )
     return found
 
 
@@ -82,10 +87,14 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
             continue
         matrix = sv.included
         overridden = overridden_names(out)
-        targets = [(inv.property, invariant_text(inv), vecs.invariants[inv.property])
-                   for inv in anchor.invariants if not mentions_invariant(overridden, inv.property)]
-        targets += [(None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity,
-                                                                 strict=True)]
+        targets = [
+            (inv.property, invariant_text(inv), vecs.invariants[inv.property])
+            for inv in anchor.invariants
+            if not mentions_invariant(overridden, inv.property)
+        ]
+        targets += [
+            (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
+        ]
         for prop, text, vec in targets:
             sims = matrix @ vec
             best = int(np.argmax(sims))
@@ -93,10 +102,16 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
             reference = float((vecs.reference @ vec).max()) if len(vecs.reference) else score
             if score < threshold or reference - score >= ctx.settings.dropped_gap:
                 what = f"invariant {prop}" if prop else "identity feature"
-                found.append(finding(
-                    NAME, slug, f"{what} {short(text, 90)!r} is possibly dropped from {slug} "
-                    f"(best match {score:.2f}; the idea's own best match {reference:.2f})",
-                    invariant=prop, evidence=f"closest: {short(segs[best].text, 140)!r}"))
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"{what} {short(text, 90)!r} is possibly dropped from {slug} "
+                        f"(best match {score:.2f}; the idea's own best match {reference:.2f})",
+                        invariant=prop,
+                        evidence=f"closest: {short(segs[best].text, 140)!r}",
+                    )
+                )
     return found
 
 
@@ -110,10 +125,14 @@ def _scoped_out(ctx: Context, vecs: SessionVectors) -> list[Finding]:
     items = [f"{i.title}. {i.description}".strip(" .") for i in scope.out_of_scope]
     item_vecs = ctx.embedder.encode(items)
     overridden = overridden_names(out)
-    targets = [(inv.property, invariant_text(inv), vecs.invariants[inv.property])
-               for inv in anchor.invariants if not mentions_invariant(overridden, inv.property)]
-    targets += [(None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity,
-                                                             strict=True)]
+    targets = [
+        (inv.property, invariant_text(inv), vecs.invariants[inv.property])
+        for inv in anchor.invariants
+        if not mentions_invariant(overridden, inv.property)
+    ]
+    targets += [
+        (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
+    ]
     goals = vecs.non_goals if vecs.non_goals is not None else np.zeros((0, item_vecs.shape[1]))
     found: list[Finding] = []
     for item, iv in zip(scope.out_of_scope, item_vecs, strict=True):
@@ -124,15 +143,21 @@ def _scoped_out(ctx: Context, vecs: SessionVectors) -> list[Finding]:
                 continue  # the item excludes what the invariant itself rules out ("Delivery")
             sim = float(vec @ iv)
             ruled_out = vecs.exclusions.get(prop) if prop else None
-            honours = max(goal_sim, float((ruled_out @ iv).max()) if ruled_out is not None
-                          else -1.0)
+            honours = max(
+                goal_sim, float((ruled_out @ iv).max()) if ruled_out is not None else -1.0
+            )
             if sim >= ctx.settings.out_of_scope_threshold and sim > honours:
                 what = f"invariant {prop}" if prop else "identity feature"
-                found.append(finding(
-                    NAME, "mvp-scope", f"out-of-scope item {item.id} {item.title!r} possibly "
-                    f"scopes out {what} {short(text, 80)!r} (similarity {sim:.2f})",
-                    invariant=prop, evidence=f"closest non-goal / exclusion similarity "
-                                             f"{honours:.2f}"))
+                found.append(
+                    finding(
+                        NAME,
+                        "mvp-scope",
+                        f"out-of-scope item {item.id} {item.title!r} possibly "
+                        f"scopes out {what} {short(text, 80)!r} (similarity {sim:.2f})",
+                        invariant=prop,
+                        evidence=f"closest non-goal / exclusion similarity {honours:.2f}",
+                    )
+                )
     return found
 
 

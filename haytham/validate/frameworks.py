@@ -45,8 +45,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     # frontend
     _fw("React", "frontend", r"react(?:\.?js)?(?! native)"),
     _fw("Next.js", "frontend", r"next\.?js|nextjs", on="React"),
-    _fw("Remix", "frontend", r"remix(?:\.run)?", r"remix(?: run| framework|\.run)",
-        "React, Vite"),
+    _fw("Remix", "frontend", r"remix(?:\.run)?", r"remix(?: run| framework|\.run)", "React, Vite"),
     _fw("Gatsby", "frontend", r"gatsby(?:\.?js)?", on="React"),
     _fw("Preact", "frontend", r"preact", on="React, Vite"),
     _fw("Vue", "frontend", r"vue(?:\.?js)?(?: ?[23])?"),
@@ -55,8 +54,12 @@ FRAMEWORKS: tuple[Framework, ...] = (
     _fw("SvelteKit", "frontend", r"sveltekit|svelte kit", on="Svelte, Vite"),
     _fw("Angular", "frontend", r"angular(?:js)?"),
     _fw("SolidJS", "frontend", r"solid(?:\.?js|start)", on="Vite"),
-    _fw("Astro", "frontend", r"astro(?:\.build)?",
-        on="React, Vue, Svelte, Preact, SolidJS, Vite, Lit"),
+    _fw(
+        "Astro",
+        "frontend",
+        r"astro(?:\.build)?",
+        on="React, Vue, Svelte, Preact, SolidJS, Vite, Lit",
+    ),
     _fw("Ember", "frontend", r"ember(?:\.?js)?"),
     _fw("Qwik", "frontend", r"qwik(?:city)?"),
     _fw("Lit", "frontend", r"lit(?:\.dev|element| element)", on="Vite"),
@@ -64,8 +67,13 @@ FRAMEWORKS: tuple[Framework, ...] = (
     _fw("htmx", "frontend", r"htmx"),
     _fw("Vite", "frontend", r"vite(?:\.?js)?", on="React, Vue, Svelte, Preact, SolidJS, Lit"),
     # backend
-    _fw("Express", "backend", r"express(?:\.?js)?", r"express\.?js|express (?:server|app|api|"
-        r"backend|framework|middleware|router|routes?)"),
+    _fw(
+        "Express",
+        "backend",
+        r"express(?:\.?js)?",
+        r"express\.?js|express (?:server|app|api|"
+        r"backend|framework|middleware|router|routes?)",
+    ),
     _fw("Fastify", "backend", r"fastify"),
     _fw("Koa", "backend", r"koa(?:\.?js)?"),
     _fw("Hono", "backend", r"hono"),
@@ -107,11 +115,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
 _LIST = tuple((f, re.compile(rf"(?<![\w.]){f.pattern}(?![\w])")) for f in FRAMEWORKS)
 _PROSE = tuple(
     (f, re.compile(rf"(?<![\w.])(?:{f.pattern if f.prose is None else f.prose})(?![\w])"))
-    for f in FRAMEWORKS if f.prose != ""
+    for f in FRAMEWORKS
+    if f.prose != ""
 )
 _SPLIT = re.compile(r"[;:()]|\b(?:but|however|whereas|while)\b")
-_COMPARE = re.compile(r"\b(?:over|instead of|rather than|vs\.?|versus|compared (?:to|with)|unlike|"
-                      r"replacing|replaces|migrat\w* from|alternative to|not)\b")
+_COMPARE = re.compile(
+    r"\b(?:over|instead of|rather than|vs\.?|versus|compared (?:to|with)|unlike|"
+    r"replacing|replaces|migrat\w* from|alternative to|not)\b"
+)
 
 
 def compatible(a: Framework, b: Framework) -> bool:
@@ -147,13 +158,18 @@ def _key(component: str) -> str:
 def _conflicts(uses: dict[str, list[str]]) -> list[tuple[str, str]]:
     by_name = {f.name: f for f in FRAMEWORKS}
     names = sorted(uses)
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
-            if not compatible(by_name[a], by_name[b])]
+    return [
+        (a, b)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if not compatible(by_name[a], by_name[b])
+    ]
 
 
 def _describe(uses: dict[str, list[str]]) -> str:
-    return "; ".join(f"{name}: {', '.join(sorted(set(srcs)))}"
-                     for name, srcs in sorted(uses.items()))
+    return "; ".join(
+        f"{name}: {', '.join(sorted(set(srcs)))}" for name, srcs in sorted(uses.items())
+    )
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -167,7 +183,8 @@ def check(ctx: Context) -> list[Finding]:
             key = _key(s.component)
             labels.setdefault(key, s.component)
             fws = _from_list(s.technologies) + _from_prose(
-                ". ".join([s.title, s.description, *s.acceptance_criteria]))
+                ". ".join([s.title, s.description, *s.acceptance_criteria])
+            )
             for f in fws:
                 table.setdefault((key, f.kind), {}).setdefault(f.name, []).append(s.id)
             for kind in {f.kind for f in fws}:
@@ -183,8 +200,9 @@ def check(ctx: Context) -> list[Finding]:
             for f in fws:
                 targets = named
                 if not targets:
-                    ranked = sorted((n, k) for (k, kind), n in story_counts.items()
-                                    if kind == f.kind)
+                    ranked = sorted(
+                        (n, k) for (k, kind), n in story_counts.items() if kind == f.kind
+                    )
                     targets = [ranked[-1][1]] if ranked else ["(unspecified)"]
                 for key in targets:
                     labels.setdefault(key, "unspecified component")
@@ -199,8 +217,13 @@ def check(ctx: Context) -> list[Finding]:
         if not ctx.wants(stage):
             continue
         names = sorted({n for pair in pairs for n in pair})
-        found.append(finding(
-            FRAMEWORK_COHERENCE, stage,
-            f"component {labels.get(key, key)!r} uses {len(names)} conflicting {kind} "
-            f"frameworks: {', '.join(names)}", evidence=short(_describe(uses), 300)))
+        found.append(
+            finding(
+                FRAMEWORK_COHERENCE,
+                stage,
+                f"component {labels.get(key, key)!r} uses {len(names)} conflicting {kind} "
+                f"frameworks: {', '.join(names)}",
+                evidence=short(_describe(uses), 300),
+            )
+        )
     return found

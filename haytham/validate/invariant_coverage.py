@@ -59,10 +59,20 @@ from haytham.validate.text import (
 )
 
 NAME = INVARIANT_COVERAGE
-_TRIVIAL_REASON = re.compile(r"^\s*(?:n/?a|none|-+|tbd|todo|\.+|no reason|not applicable)?\s*$",
-                             re.IGNORECASE)
-_SKIP = (*COMPUTED_KEYS, "out_of_scope", "alternatives", "id", "serves", "serves_scope",
-         "implements", "depends_on", "capabilities")
+_TRIVIAL_REASON = re.compile(
+    r"^\s*(?:n/?a|none|-+|tbd|todo|\.+|no reason|not applicable)?\s*$", re.IGNORECASE
+)
+_SKIP = (
+    *COMPUTED_KEYS,
+    "out_of_scope",
+    "alternatives",
+    "id",
+    "serves",
+    "serves_scope",
+    "implements",
+    "depends_on",
+    "capabilities",
+)
 SUBJECT_WAIVER = 0.7
 """Share of value terms that makes a missing subject word acceptable as evidence."""
 
@@ -96,8 +106,9 @@ def _negated_value_terms(inv: Invariant) -> list[str]:
     return value_terms(inv)[1]
 
 
-def evidenced(needles: list[str], haystack: set[str],
-              min_fraction: float) -> tuple[bool, list[str]]:
+def evidenced(
+    needles: list[str], haystack: set[str], min_fraction: float
+) -> tuple[bool, list[str]]:
     if not needles:
         return True, []
     found = hits(needles, haystack)
@@ -150,40 +161,80 @@ def _evidence(inv: Invariant, affirmed: set[str], min_fraction: float) -> tuple[
     return ok, got
 
 
-def _check_invariant(ctx: Context, slug: str, out: StageOutput, inv: Invariant,
-                     text: str | None) -> list[Finding]:
+def _check_invariant(
+    ctx: Context, slug: str, out: StageOutput, inv: Invariant, text: str | None
+) -> list[Finding]:
     comp = out.anchor_compliance
     prop = inv.property
-    override = next((o for o in comp.invariants_overridden
-                     if mentions_invariant(compliance_names([o.invariant]), prop)), None)
+    override = next(
+        (
+            o
+            for o in comp.invariants_overridden
+            if mentions_invariant(compliance_names([o.invariant]), prop)
+        ),
+        None,
+    )
     if override is not None:
         if _TRIVIAL_REASON.match(override.reason) or len(override.reason.split()) < 3:
-            return [finding(NAME, slug, f"{slug} overrides {prop} without a real reason",
-                            invariant=prop, evidence=f"reason: {override.reason!r}")]
+            return [
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} overrides {prop} without a real reason",
+                    invariant=prop,
+                    evidence=f"reason: {override.reason!r}",
+                )
+            ]
         return []
     claimed = mentions_invariant(compliance_names(comp.invariants_preserved), prop)
     how = "while claiming to preserve it" if claimed else "without overriding it"
     if slug == "mvp-scope":
         scoped_out = _out_of_scope(ctx, inv)
         if scoped_out:
-            return [finding(NAME, slug, f"mvp-scope puts {prop} ({inv.value!r}) out of scope "
-                            f"{how}", invariant=prop, evidence="; ".join(scoped_out))]
+            return [
+                finding(
+                    NAME,
+                    slug,
+                    f"mvp-scope puts {prop} ({inv.value!r}) out of scope {how}",
+                    invariant=prop,
+                    evidence="; ".join(scoped_out),
+                )
+            ]
     if text is not None and resolved(inv):
         against = _contradicted(inv, [term_set(c) for c in affirmed_clauses(text)])
         if against:
-            return [finding(NAME, slug, f"{slug} contradicts {prop} ({inv.value!r}) {how}",
-                            invariant=prop, evidence=f"contradicting clause terms: {against}")]
+            return [
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} contradicts {prop} ({inv.value!r}) {how}",
+                    invariant=prop,
+                    evidence=f"contradicting clause terms: {against}",
+                )
+            ]
         ok, got = _evidence(inv, term_set(text), ctx.settings.evidence_min_fraction)
         if not ok:
             needles = _subject_terms(inv) + (_affirmed_value_terms(inv) or key_terms(inv.value))
             what = "claims to preserve" if claimed else "silently drops"
-            return [finding(NAME, slug, f"{slug} {what} {prop} ({inv.value!r}) but its payload "
-                            "never mentions it", invariant=prop,
-                            evidence=f"key terms {needles}; found {got}")]
+            return [
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} {what} {prop} ({inv.value!r}) but its payload never mentions it",
+                    invariant=prop,
+                    evidence=f"key terms {needles}; found {got}",
+                )
+            ]
     if not claimed:
-        return [finding(NAME, slug, f"{slug} neither preserves nor overrides {prop} in "
-                        "anchor_compliance", invariant=prop,
-                        evidence=f"preserved: {comp.invariants_preserved}")]
+        return [
+            finding(
+                NAME,
+                slug,
+                f"{slug} neither preserves nor overrides {prop} in anchor_compliance",
+                invariant=prop,
+                evidence=f"preserved: {comp.invariants_preserved}",
+            )
+        ]
     return []
 
 
@@ -191,8 +242,7 @@ def _split_feature(feature: IdentityFeature, vocab: frozenset[str]) -> tuple[lis
     """(positive key terms, terms of the generic alternative the anchor does not itself use)."""
     pos_text, neg_text = feature_parts(feature.feature)
     positive = key_terms(pos_text)
-    negative = [t for t in key_terms(neg_text)
-                if t not in positive and not expand(t) & vocab]
+    negative = [t for t in key_terms(neg_text) if t not in positive and not expand(t) & vocab]
     return positive, negative
 
 
@@ -201,8 +251,9 @@ def _same_feature(admitted: str, feature: str) -> bool:
     return bool(a) and len(a & f) >= max(1, min(len(a), len(f)) // 2)
 
 
-def _check_identity(ctx: Context, slug: str, out: StageOutput, text: str,
-                    vocab: frozenset[str]) -> list[Finding]:
+def _check_identity(
+    ctx: Context, slug: str, out: StageOutput, text: str, vocab: frozenset[str]
+) -> list[Finding]:
     assert ctx.snap.anchor is not None
     found: list[Finding] = []
     affirmed = affirmed_terms(text)
@@ -210,21 +261,39 @@ def _check_identity(ctx: Context, slug: str, out: StageOutput, text: str,
     for feature in ctx.snap.anchor.identity:
         label = short(feature.feature, 80)
         if any(_same_feature(a, feature.feature) for a in admitted):
-            found.append(finding(NAME, slug, f"{slug} reports genericizing identity feature "
-                                 f"{label!r}", evidence="identity_features_genericized"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} reports genericizing identity feature {label!r}",
+                    evidence="identity_features_genericized",
+                )
+            )
             continue
         positive, negative = _split_feature(feature, vocab)
         generic = hits(negative, affirmed)
         needed = 1 if len(negative) == 1 else max(2, (len(negative) + 1) // 2)
         if negative and len(generic) >= needed:
-            found.append(finding(
-                NAME, slug, f"{slug} genericizes identity feature {label!r}: it describes the "
-                "generic alternative the anchor rules out", evidence=f"generic terms: {generic}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} genericizes identity feature {label!r}: it describes the "
+                    "generic alternative the anchor rules out",
+                    evidence=f"generic terms: {generic}",
+                )
+            )
             continue
         got = hits(positive, affirmed)
         if positive and not got:  # features are prose: any one of their key terms is evidence
-            found.append(finding(NAME, slug, f"{slug} loses identity feature {label!r}",
-                                 evidence=f"key terms {positive}; found {got}"))
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} loses identity feature {label!r}",
+                    evidence=f"key terms {positive}; found {got}",
+                )
+            )
     return found
 
 

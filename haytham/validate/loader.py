@@ -118,5 +118,9 @@ def load_snapshot(path: Path) -> Snapshot:
 
     events = root / "events.jsonl"
     tool_calls = _tool_calls(events) if events.is_file() else []
-    return Snapshot(idea=idea, anchor=anchor, outputs=MappingProxyType(outputs),
-                    tool_calls=tuple(MappingProxyType(c) for c in tool_calls))
+    return Snapshot(
+        idea=idea,
+        anchor=anchor,
+        outputs=MappingProxyType(outputs),
+        tool_calls=tuple(MappingProxyType(c) for c in tool_calls),
+    )

@@ -97,42 +97,60 @@ class ValidatorSettings(BaseModel):
     embeddings: bool = True
     # invariant_coverage (lexical)
     evidence_min_fraction: float = Field(
-        default=0.34, ge=0.0, le=1.0,
+        default=0.34,
+        ge=0.0,
+        le=1.0,
         description="Share of an invariant's key terms a stage must mention to evidence it.",
     )
     # claim_consistency
     founder_support_min: float = Field(
-        default=0.45, ge=0.0, le=1.0,
+        default=0.45,
+        ge=0.0,
+        le=1.0,
         description="Share of a founder claim's content words that must occur in the idea.",
     )
     quantity_tolerance: float = Field(
-        default=0.05, ge=0.0, le=1.0,
+        default=0.05,
+        ge=0.0,
+        le=1.0,
         description="Relative difference above which two statements of one quantity disagree.",
     )
     # embedding_divergence
     dropped_threshold: float = Field(
-        default=0.2, ge=-1.0, le=1.0,
+        default=0.2,
+        ge=-1.0,
+        le=1.0,
         description="Best sentence match below this → invariant/identity 'possibly dropped'.",
     )
     dropped_gap: float = Field(
-        default=0.25, ge=0.0, le=2.0,
+        default=0.25,
+        ge=0.0,
+        le=2.0,
         description="Best match this far below the idea's own best match → 'possibly dropped'.",
     )
     out_of_scope_threshold: float = Field(
-        default=0.55, ge=-1.0, le=1.0,
+        default=0.55,
+        ge=-1.0,
+        le=1.0,
         description="An OUT-of-scope item this similar to an invariant scopes it out.",
     )
     divergence_floor: float = Field(
-        default=0.55, ge=-1.0, le=1.0,
+        default=0.55,
+        ge=-1.0,
+        le=1.0,
         description="A descriptive stage less similar than this to the anchor is reported.",
     )
     # embedding_contradiction
     pair_floor: float = Field(
-        default=0.3, ge=-1.0, le=1.0,
+        default=0.3,
+        ge=-1.0,
+        le=1.0,
         description="ADR-022 2c: a consistent stage pair less similar than this is opposed.",
     )
     opposition_topic_min: float = Field(
-        default=0.5, ge=-1.0, le=1.0,
+        default=0.5,
+        ge=-1.0,
+        le=1.0,
         description="Two sentences this similar, one negated and one not, may contradict.",
     )
 

@@ -14,18 +14,37 @@ from dataclasses import dataclass
 from haytham.validate.text import stem, terms
 
 _SCALE = {
-    "k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6,
-    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "t": 1e12, "tn": 1e12,
+    "k": 1e3,
+    "thousand": 1e3,
+    "m": 1e6,
+    "mm": 1e6,
+    "mn": 1e6,
+    "million": 1e6,
+    "millions": 1e6,
+    "b": 1e9,
+    "bn": 1e9,
+    "billion": 1e9,
+    "billions": 1e9,
+    "t": 1e12,
+    "tn": 1e12,
     "trillion": 1e12,
 }
 _NUM = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 _SCALE_RE = r"(?:\s?(?P<scale>thousand|millions?|billions?|trillion|bn|mm|mn|tn|k|m|b|t)\b)?"
-_PERIOD = (r"(?:\s?(?:/|per|a|an|each)\s?(?P<period>month|mo|year|yr|annum|week|day|user|seat|"
-           r"order|session|portion|meal|request|call|hour))?")
+_PERIOD = (
+    r"(?:\s?(?:/|per|a|an|each)\s?(?P<period>month|mo|year|yr|annum|week|day|user|seat|"
+    r"order|session|portion|meal|request|call|hour))?"
+)
 _MONEY = re.compile(
-    r"(?P<cur>[$€£¥]|\busd\s?|\beur\s?|\bgbp\s?)" + _NUM + _SCALE_RE + _PERIOD
-    + r"|" + _NUM.replace("num", "num2") + _SCALE_RE.replace("scale", "scale2")
-    + r"\s?(?P<cur2>usd|dollars|euros?|eur|gbp|pounds)\b" + _PERIOD.replace("period", "period2"),
+    r"(?P<cur>[$€£¥]|\busd\s?|\beur\s?|\bgbp\s?)"
+    + _NUM
+    + _SCALE_RE
+    + _PERIOD
+    + r"|"
+    + _NUM.replace("num", "num2")
+    + _SCALE_RE.replace("scale", "scale2")
+    + r"\s?(?P<cur2>usd|dollars|euros?|eur|gbp|pounds)\b"
+    + _PERIOD.replace("period", "period2"),
     re.IGNORECASE,
 )
 _PERCENT = re.compile(_NUM + r"\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
@@ -33,20 +52,91 @@ _COUNT = re.compile(_NUM + _SCALE_RE + r"\+?\s+(?P<noun>[a-z][a-z\-]{2,})", re.I
 _PERIODS = {"mo": "month", "yr": "year", "annum": "year"}
 
 MARKET_WORDS = frozenset(
-    stem(w) for w in ("market", "tam", "sam", "som", "industry", "sector", "spend", "spending",
-                      "worth", "valued"))
+    stem(w)
+    for w in (
+        "market",
+        "tam",
+        "sam",
+        "som",
+        "industry",
+        "sector",
+        "spend",
+        "spending",
+        "worth",
+        "valued",
+    )
+)
 PRICE_WORDS = frozenset(
-    stem(w) for w in ("price", "pricing", "cost", "fee", "fees", "subscription", "plan", "charge",
-                      "charges"))
+    stem(w)
+    for w in (
+        "price",
+        "pricing",
+        "cost",
+        "fee",
+        "fees",
+        "subscription",
+        "plan",
+        "charge",
+        "charges",
+    )
+)
 _QUALIFIER_GROUPS = (
     frozenset({"tam", "sam", "som", "total", "serviceable", "obtainable", "addressable"}),
-    frozenset({"global", "worldwide", "us", "usa", "uk", "eu", "europe", "european", "german",
-               "germany", "france", "north", "american", "america", "asia", "india", "canada",
-               "australia", "local", "city", "regional", "national"}),
+    frozenset(
+        {
+            "global",
+            "worldwide",
+            "us",
+            "usa",
+            "uk",
+            "eu",
+            "europe",
+            "european",
+            "german",
+            "germany",
+            "france",
+            "north",
+            "american",
+            "america",
+            "asia",
+            "india",
+            "canada",
+            "australia",
+            "local",
+            "city",
+            "regional",
+            "national",
+        }
+    ),
 )
-_UNIT_NOUNS_SKIP = frozenset({"of", "per", "percent", "and", "or", "to", "in", "the", "year",
-                              "years", "month", "months", "week", "weeks", "day", "days", "hour",
-                              "hours", "minute", "minutes", "second", "seconds", "x", "times"})
+_UNIT_NOUNS_SKIP = frozenset(
+    {
+        "of",
+        "per",
+        "percent",
+        "and",
+        "or",
+        "to",
+        "in",
+        "the",
+        "year",
+        "years",
+        "month",
+        "months",
+        "week",
+        "weeks",
+        "day",
+        "days",
+        "hour",
+        "hours",
+        "minute",
+        "minutes",
+        "second",
+        "seconds",
+        "x",
+        "times",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -87,14 +177,30 @@ def extract(text: str) -> list[Quantity]:
         num, scale = m.group("num") or m.group("num2"), m.group("scale") or m.group("scale2")
         period = m.group("period") or m.group("period2")
         period = _PERIODS.get(period.lower(), period.lower()) if period else None
-        out.append(Quantity("money", _value(num, scale), period, None,
-                            _topic(text, m.start(), m.end()), m.group(0).strip()))
+        out.append(
+            Quantity(
+                "money",
+                _value(num, scale),
+                period,
+                None,
+                _topic(text, m.start(), m.end()),
+                m.group(0).strip(),
+            )
+        )
         taken.append(m.span())
     for m in _PERCENT.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
-        out.append(Quantity("percent", float(m.group("num").replace(",", "")), None, None,
-                            _topic(text, m.start(), m.end()), m.group(0).strip()))
+        out.append(
+            Quantity(
+                "percent",
+                float(m.group("num").replace(",", "")),
+                None,
+                None,
+                _topic(text, m.start(), m.end()),
+                m.group(0).strip(),
+            )
+        )
         taken.append(m.span())
     for m in _COUNT.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
@@ -102,8 +208,16 @@ def extract(text: str) -> list[Quantity]:
         num, scale, noun = m.group("num"), m.group("scale"), m.group("noun").lower()
         if _is_year(num, scale) or noun in _UNIT_NOUNS_SKIP:
             continue
-        out.append(Quantity("count", _value(num, scale), None, stem(noun),
-                            _topic(text, m.start(), m.end()), m.group(0).strip()))
+        out.append(
+            Quantity(
+                "count",
+                _value(num, scale),
+                None,
+                stem(noun),
+                _topic(text, m.start(), m.end()),
+                m.group(0).strip(),
+            )
+        )
     return out
 
 

@@ -29,10 +29,32 @@ from haytham.validate.text import (
     strings_of,
 )
 
-_IDS = ("id", "serves", "serves_scope", "implements", "depends_on", "capabilities", "requires",
-        "technologies", "recommendation", "value", "pain", "status", "jtbd_match", "layer",
-        "origin", "severity", "support", "likelihood", "impact", "switching_cost", "category",
-        "component", "passed", "score")
+_IDS = (
+    "id",
+    "serves",
+    "serves_scope",
+    "implements",
+    "depends_on",
+    "capabilities",
+    "requires",
+    "technologies",
+    "recommendation",
+    "value",
+    "pain",
+    "status",
+    "jtbd_match",
+    "layer",
+    "origin",
+    "severity",
+    "support",
+    "likelihood",
+    "impact",
+    "switching_cost",
+    "category",
+    "component",
+    "passed",
+    "score",
+)
 _EXCLUDED_KEYS = ("out_of_scope", "alternatives", "pivot_options")
 PAYLOAD_FROM = 5
 """From mvp-scope on, a stage's payload is embedded (earlier stages only feed the curve)."""
@@ -102,8 +124,7 @@ def identity_text(feature: IdentityFeature) -> str:
 
 def anchor_lines(anchor: ConceptAnchor) -> list[str]:
     lines = anchor.render().splitlines()[1:]
-    return [ln.lstrip("- ").strip() for ln in lines
-            if ln.strip() and not ln.rstrip().endswith(":")]
+    return [ln.lstrip("- ").strip() for ln in lines if ln.strip() and not ln.rstrip().endswith(":")]
 
 
 def _mean(vectors: np.ndarray) -> np.ndarray:
@@ -161,8 +182,11 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
     idea_slice = take(sentences(snap.idea) or [snap.idea.strip() or "(empty idea)"])
     anchor = snap.anchor
     anchor_slice = take(anchor_lines(anchor)) if anchor is not None else None
-    inv_slices = ({i.property: take([invariant_text(i)]) for i in anchor.invariants}
-                  if anchor is not None else {})
+    inv_slices = (
+        {i.property: take([invariant_text(i)]) for i in anchor.invariants}
+        if anchor is not None
+        else {}
+    )
     excl = {i.property: exclusion_texts(i) for i in anchor.invariants} if anchor is not None else {}
     excl_slices = {k: take(v) for k, v in excl.items() if v}
     id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []

@@ -41,10 +41,29 @@ from haytham.validate.text import affirmed_matches, normalize, short, snake
 NAME = TRAIT_PROPAGATION
 
 _TAGS: dict[str, tuple[str, ...]] = {
-    "realtime": ("realtime", "real_time", "websocket", "websockets", "live_updates", "presence",
-                 "live_sync", "subscriptions_realtime", "realtime_subscriptions", "live", "sse"),
-    "open_registration": ("open_registration", "self_registration", "public_signup", "signup",
-                          "self_signup", "open_signup", "public_registration", "sign_up"),
+    "realtime": (
+        "realtime",
+        "real_time",
+        "websocket",
+        "websockets",
+        "live_updates",
+        "presence",
+        "live_sync",
+        "subscriptions_realtime",
+        "realtime_subscriptions",
+        "live",
+        "sse",
+    ),
+    "open_registration": (
+        "open_registration",
+        "self_registration",
+        "public_signup",
+        "signup",
+        "self_signup",
+        "open_signup",
+        "public_registration",
+        "sign_up",
+    ),
     "payments": ("payments", "payment", "billing", "checkout", "subscription_billing", "payouts"),
     "scheduling": ("scheduling", "scheduler", "cron", "background_jobs", "reminders", "calendar"),
     "email": ("email", "email_notifications"),
@@ -122,11 +141,17 @@ def derive_constraints(ctx: Context) -> list[Constraint]:
     traits = ctx.payload("system-traits")
     if traits is not None:
         c = traits.constraints
-        out.append(Constraint("realtime", bool(c["realtime"]),
-                              f"system-traits realtime = {str(c['realtime']).lower()}"))
+        out.append(
+            Constraint(
+                "realtime",
+                bool(c["realtime"]),
+                f"system-traits realtime = {str(c['realtime']).lower()}",
+            )
+        )
         if not c["open_registration"]:
-            out.append(Constraint("open_registration", False,
-                                  f"system-traits auth = {c['auth_model']}"))
+            out.append(
+                Constraint("open_registration", False, f"system-traits auth = {c['auth_model']}")
+            )
         if not c["payments"]:
             out.append(Constraint("payments", False, "system-traits payments = none"))
         if not c["scheduling"]:
@@ -163,18 +188,28 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
                 problem = "realtime is false although the interaction is synchronous"
             elif sync is False and t.realtime.value:
                 problem = "realtime is true although the interaction is asynchronous"
-        elif (kind == "medium" and AV_VALUE.search(normalize(inv.value))
-              and t.communication.value not in ("video", "audio")):
-            problem = (f"communication is {t.communication.value} although sessions happen by "
-                       "video/audio")
+        elif (
+            kind == "medium"
+            and AV_VALUE.search(normalize(inv.value))
+            and t.communication.value not in ("video", "audio")
+        ):
+            problem = (
+                f"communication is {t.communication.value} although sessions happen by video/audio"
+            )
         if problem:
-            found.append(finding(
-                NAME, "system-traits",
-                f"system-traits contradicts the anchor: {problem} ({inv.property} = "
-                f"{inv.value!r}) and does not override it", invariant=inv.property,
-                evidence=short(f"anchor: {inv.value} | traits: {t.auth.value}, realtime="
-                               f"{t.realtime.value}, communication={t.communication.value}"),
-            ))
+            found.append(
+                finding(
+                    NAME,
+                    "system-traits",
+                    f"system-traits contradicts the anchor: {problem} ({inv.property} = "
+                    f"{inv.value!r}) and does not override it",
+                    invariant=inv.property,
+                    evidence=short(
+                        f"anchor: {inv.value} | traits: {t.auth.value}, realtime="
+                        f"{t.realtime.value}, communication={t.communication.value}"
+                    ),
+                )
+            )
     return found
 
 
@@ -184,19 +219,36 @@ def _items(ctx: Context) -> list[tuple[str, str, list[str], str]]:
     bb = ctx.payload("build-buy-analysis")
     if bb is not None and ctx.wants("build-buy-analysis"):
         for i in bb.items:
-            rows.append(("build-buy-analysis", f"need {i.need!r} ({i.recommendation} {i.service})",
-                         i.requires, ". ".join([i.need, i.service, i.rationale])))
+            rows.append(
+                (
+                    "build-buy-analysis",
+                    f"need {i.need!r} ({i.recommendation} {i.service})",
+                    i.requires,
+                    ". ".join([i.need, i.service, i.rationale]),
+                )
+            )
     ad = ctx.payload("architecture-decisions")
     if ad is not None and ctx.wants("architecture-decisions"):
         for d in ad.decisions:
-            rows.append(("architecture-decisions", f"{d.id} {d.title!r}", d.requires,
-                         ". ".join([d.title, d.decision, d.rationale, *d.technologies])))
+            rows.append(
+                (
+                    "architecture-decisions",
+                    f"{d.id} {d.title!r}",
+                    d.requires,
+                    ". ".join([d.title, d.decision, d.rationale, *d.technologies]),
+                )
+            )
     sg = ctx.payload("story-generation")
     if sg is not None and ctx.wants("story-generation"):
         for s in sg.stories:
-            rows.append(("story-generation", f"{s.id} {s.title!r}", s.requires,
-                         ". ".join([s.title, s.description, *s.acceptance_criteria,
-                                    *s.technologies])))
+            rows.append(
+                (
+                    "story-generation",
+                    f"{s.id} {s.title!r}",
+                    s.requires,
+                    ". ".join([s.title, s.description, *s.acceptance_criteria, *s.technologies]),
+                )
+            )
     return rows
 
 
@@ -235,8 +287,13 @@ def check(ctx: Context) -> list[Finding]:
                 continue
             seen.add((c.key, c.allowed))
             verb = "relies on" if not c.allowed else "rules out"
-            found.append(finding(
-                NAME, stage, f"{label} {verb} {c.key.replace('_', ' ')}, contradicting {c.source}",
-                invariant=c.invariant, evidence=evidence,
-            ))
+            found.append(
+                finding(
+                    NAME,
+                    stage,
+                    f"{label} {verb} {c.key.replace('_', ' ')}, contradicting {c.source}",
+                    invariant=c.invariant,
+                    evidence=evidence,
+                )
+            )
     return found

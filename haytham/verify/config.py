@@ -27,8 +27,11 @@ DEFAULT_MAX_REWORK_ROUNDS = 2
 ANCHOR_AGENT = "anchor-extraction"  # the runner's anchor agent (kept in sync by a test)
 
 # Swarm roles: (node name used by handoff_to_agent, agent-name suffix, prompt file).
-SPECIALISTS: tuple[str, ...] = ("invariant_checker", "genericization_detector",
-                                "consistency_validator")
+SPECIALISTS: tuple[str, ...] = (
+    "invariant_checker",
+    "genericization_detector",
+    "consistency_validator",
+)
 COORDINATOR = "coordinator"
 ROLES: tuple[str, ...] = (*SPECIALISTS, COORDINATOR)
 
@@ -47,8 +50,12 @@ def producing_agents() -> frozenset[str]:
     """Agents a verifier may not be: the ten stages, the anchor extractor, the revisers, and
     the input validators (reviewers of another kind)."""
     slugs = {s.slug for s in STAGES}
-    return frozenset(slugs | {ANCHOR_AGENT} | {reviser_agent(s) for s in slugs}
-                     | {input_validator_agent(s) for s in slugs})
+    return frozenset(
+        slugs
+        | {ANCHOR_AGENT}
+        | {reviser_agent(s) for s in slugs}
+        | {input_validator_agent(s) for s in slugs}
+    )
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,10 @@ class VerifyConfig:
     def __post_init__(self) -> None:
         for phase in Phase:
             if self.strategy(phase) not in STRATEGIES:
-                raise ConfigError(f"Verifier strategy for {phase} must be one of "
-                                  f"{', '.join(STRATEGIES)}, not {self.strategy(phase)!r}.")
+                raise ConfigError(
+                    f"Verifier strategy for {phase} must be one of "
+                    f"{', '.join(STRATEGIES)}, not {self.strategy(phase)!r}."
+                )
         if self.tier not in TIERS:
             raise ConfigError(f"HAYTHAM_VERIFY_TIER must be one of {', '.join(TIERS)}.")
         if self.max_rework_rounds < 0:
@@ -132,10 +141,13 @@ class VerifyConfig:
                 if name in producers:
                     raise ConfigError(
                         f"The {phase} verifier is configured as agent {name!r}, which produces "
-                        "pipeline output; a verifier is never the producing agent. Rename it.")
+                        "pipeline output; a verifier is never the producing agent. Rename it."
+                    )
                 if name in seen:
-                    raise ConfigError(f"Agent name {name!r} is used twice (by the {seen[name]} "
-                                      f"and {phase} verifiers); each verifier agent is distinct.")
+                    raise ConfigError(
+                        f"Agent name {name!r} is used twice (by the {seen[name]} "
+                        f"and {phase} verifiers); each verifier agent is distinct."
+                    )
                 seen[name] = phase
 
     # -- environment ------------------------------------------------------------------------
@@ -155,15 +167,17 @@ class VerifyConfig:
         limits = SwarmLimits(
             max_handoffs=_int(environ, "HAYTHAM_SWARM_MAX_HANDOFFS", SwarmLimits.max_handoffs),
             max_iterations=_int(environ, "HAYTHAM_SWARM_MAX_HANDOFFS", SwarmLimits.max_iterations),
-            execution_timeout=_float(environ, "HAYTHAM_SWARM_TIMEOUT",
-                                     SwarmLimits.execution_timeout),
+            execution_timeout=_float(
+                environ, "HAYTHAM_SWARM_TIMEOUT", SwarmLimits.execution_timeout
+            ),
             node_timeout=_float(environ, "HAYTHAM_SWARM_NODE_TIMEOUT", SwarmLimits.node_timeout),
         )
-        return cls(strategies=strategies,
-                   tier=(environ.get("HAYTHAM_VERIFY_TIER") or "heavy").strip().lower(),
-                   limits=limits,
-                   max_rework_rounds=_int(environ, "HAYTHAM_MAX_REWORK_ROUNDS",
-                                          DEFAULT_MAX_REWORK_ROUNDS))
+        return cls(
+            strategies=strategies,
+            tier=(environ.get("HAYTHAM_VERIFY_TIER") or "heavy").strip().lower(),
+            limits=limits,
+            max_rework_rounds=_int(environ, "HAYTHAM_MAX_REWORK_ROUNDS", DEFAULT_MAX_REWORK_ROUNDS),
+        )
 
 
 def _int(env: Mapping[str, str], var: str, default: int) -> int:

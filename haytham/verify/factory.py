@@ -38,8 +38,9 @@ if cfg.ANCHOR_AGENT != ANCHOR_AGENT:  # pragma: no cover - import-time consisten
 class PhaseVerifier:
     """Callable ``(phase, state) -> PhaseVerification`` for one session."""
 
-    def __init__(self, settings: Settings, models: ModelRuntime, files: SessionFiles,
-                 config: VerifyConfig) -> None:
+    def __init__(
+        self, settings: Settings, models: ModelRuntime, files: SessionFiles, config: VerifyConfig
+    ) -> None:
         config.check_agents()
         self.settings = settings
         self.models = models
@@ -55,8 +56,9 @@ class PhaseVerifier:
     def __call__(self, phase: Phase, state: Mapping[str, Any]) -> PhaseVerification:
         strategy = self.config.strategy(phase)
         if strategy == "off":
-            return off(phase, f"verification is off for {phase.value} "
-                              f"(HAYTHAM_VERIFY_{phase.value}=off)")
+            return off(
+                phase, f"verification is off for {phase.value} (HAYTHAM_VERIFY_{phase.value}=off)"
+            )
         row = self.config.row(phase)
         started = time.perf_counter()
         self.files.append_event("stage_started", row, rework=False, strategy=strategy)
@@ -64,19 +66,34 @@ class PhaseVerifier:
         if failures:
             listed = "; ".join(f"{f['stage']}: {f['message']}" for f in failures[:5])
             verification = inconclusive(
-                phase, strategy, f"not run: {len(failures)} mechanical check(s) failed first "
-                                 f"(contracts run cheapest first): {listed}")
+                phase,
+                strategy,
+                f"not run: {len(failures)} mechanical check(s) failed first "
+                f"(contracts run cheapest first): {listed}",
+            )
         elif strategy == "single":
-            verification = verify_single(self._runner.ask, phase, state, tier=self.config.tier,
-                                         agent=self.config.single_agent(phase), row=row)
+            verification = verify_single(
+                self._runner.ask,
+                phase,
+                state,
+                tier=self.config.tier,
+                agent=self.config.single_agent(phase),
+                row=row,
+            )
         else:
-            verification = verify_swarm(self.settings, self.models, self.files, phase, state,
-                                        config=self.config)
+            verification = verify_swarm(
+                self.settings, self.models, self.files, phase, state, config=self.config
+            )
         self.files.append_event(
-            "stage_completed", row, status=verification.status, strategy=strategy,
-            passed=verification.passed, blocking=len(verification.blocking()),
+            "stage_completed",
+            row,
+            status=verification.status,
+            strategy=strategy,
+            passed=verification.passed,
+            blocking=len(verification.blocking()),
             reason=verification.reason,
-            wall_ms=round((time.perf_counter() - started) * 1000, 1))
+            wall_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
         return verification
 
     def record_rework(self, phase: Phase, decision: ReworkDecision) -> None:
@@ -87,8 +104,12 @@ class PhaseVerifier:
         self.files.append_event(kind, self.config.row(phase), **data)
 
 
-def make_verifier(settings: Settings, models: ModelRuntime, files: SessionFiles,
-                  config: VerifyConfig | None = None) -> PhaseVerifier:
+def make_verifier(
+    settings: Settings,
+    models: ModelRuntime,
+    files: SessionFiles,
+    config: VerifyConfig | None = None,
+) -> PhaseVerifier:
     """The session's phase verifier; ``config`` defaults to :meth:`VerifyConfig.from_env`.
 
     Raises:

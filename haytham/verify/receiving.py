@@ -56,18 +56,21 @@ class ItemSource:
     kind: str
 
 
-BOUNDARIES: Mapping[str, tuple[ItemSource, ...]] = MappingProxyType({
-    "capability-model": (ItemSource("mvp-scope", "in_scope", ScopeItem, "scope item"),),
-    "build-buy-analysis": (
-        ItemSource("capability-model", "functional", Capability, "functional capability"),
-        ItemSource("capability-model", "non_functional", NonFunctional,
-                   "non-functional capability"),
-    ),
-    "story-generation": (
-        ItemSource("capability-model", "functional", Capability, "functional capability"),
-        ItemSource("architecture-decisions", "decisions", Decision, "architecture decision"),
-    ),
-})
+BOUNDARIES: Mapping[str, tuple[ItemSource, ...]] = MappingProxyType(
+    {
+        "capability-model": (ItemSource("mvp-scope", "in_scope", ScopeItem, "scope item"),),
+        "build-buy-analysis": (
+            ItemSource("capability-model", "functional", Capability, "functional capability"),
+            ItemSource(
+                "capability-model", "non_functional", NonFunctional, "non-functional capability"
+            ),
+        ),
+        "story-generation": (
+            ItemSource("capability-model", "functional", Capability, "functional capability"),
+            ItemSource("architecture-decisions", "decisions", Decision, "architecture decision"),
+        ),
+    }
+)
 
 
 class InputRejection(TolerantModel):
@@ -84,7 +87,7 @@ class InputValidationResult(TolerantModel):
 
 def input_validation_enabled(env: Mapping[str, str] | None = None) -> bool:
     """``HAYTHAM_INPUT_VALIDATION`` (default on; ``off``/``0``/``false``/``no`` turn it off)."""
-    raw = ((os.environ if env is None else env).get("HAYTHAM_INPUT_VALIDATION") or "on")
+    raw = (os.environ if env is None else env).get("HAYTHAM_INPUT_VALIDATION") or "on"
     return raw.strip().lower() not in ("off", "0", "false", "no")
 
 
@@ -122,67 +125,117 @@ class InputValidation:
         if not sources or any(s.producer not in outputs for s in sources):
             return None
         row = f"validate-input:{spec.slug}"
-        items = [_Item(s, {k: v for k, v in raw.items() if k != WARNINGS_KEY})
-                 for s in sources
-                 for raw in (outputs[s.producer].get("payload") or {}).get(s.field, [])]
+        items = [
+            _Item(s, {k: v for k, v in raw.items() if k != WARNINGS_KEY})
+            for s in sources
+            for raw in (outputs[s.producer].get("payload") or {}).get(s.field, [])
+        ]
         started = time.perf_counter()
         self.files.append_event("stage_started", row, rework=False)
         rejected = self.validate_input(spec, items, state, row, 0)
         rejections, retries = len(rejected), 0
         while rejected and retries < MAX_VALIDATION_RETRIES:
             retries += 1
-            revised = [r for r in (self.revise_rejected(spec, i, state, row) for i in rejected)
-                       if r is not None]
+            revised = [
+                r
+                for r in (self.revise_rejected(spec, i, state, row) for i in rejected)
+                if r is not None
+            ]
             if not revised:
                 continue
             again = {id(i) for i in self.validate_input(spec, revised, state, row, retries)}
             rejections += len(again)
             done = {id(i) for i in revised} - again
             rejected = [i for i in rejected if id(i) not in done]
-        flags = {"items_produced": len(items), "validation_rejections": rejections,
-                 "validation_retries": retries}
+        flags = {
+            "items_produced": len(items),
+            "validation_rejections": rejections,
+            "validation_retries": retries,
+        }
         warned = {id(i): f"Rejected after {retries} retries: {i.reason}" for i in rejected}
         try:
             changed = self._apply(sources, items, warned, outputs, state)
         except ValueError as exc:  # a revision the producer's schema cannot hold: keep originals
             logger.warning("revised items of %s do not fit their stage output: %s", spec.slug, exc)
-            self.files.append_event("input_validation", row, consumer=spec.slug, round=retries,
-                                    fallback=True, error=f"revisions discarded: {exc}")
+            self.files.append_event(
+                "input_validation",
+                row,
+                consumer=spec.slug,
+                round=retries,
+                fallback=True,
+                error=f"revisions discarded: {exc}",
+            )
             changed = {}
         outputs.update(changed)
-        self.files.append_event("stage_completed", row, status="completed",
-                                wall_ms=round((time.perf_counter() - started) * 1000, 1),
-                                quality_flags=flags, warned=[i.id for i in rejected],
-                                revised_producers=sorted(changed))
+        self.files.append_event(
+            "stage_completed",
+            row,
+            status="completed",
+            wall_ms=round((time.perf_counter() - started) * 1000, 1),
+            quality_flags=flags,
+            warned=[i.id for i in rejected],
+            revised_producers=sorted(changed),
+        )
         return Received(outputs=outputs, changed=changed, quality_flags=flags)
 
     # -- the two agent methods ------------------------------------------------------------------
-    def validate_input(self, spec: StageSpec, items: list[_Item], state: Mapping[str, Any],
-                       row: str, round_: int) -> list[_Item]:
+    def validate_input(
+        self, spec: StageSpec, items: list[_Item], state: Mapping[str, Any], row: str, round_: int
+    ) -> list[_Item]:
         """One batched call; returns the rejected items (reason set). Never raises."""
         if not items:
             return []
         ctx = Context()
-        ctx.add("task", f"# Task: validate the input of stage {spec.slug} before it runs",
-                f"You are the {spec.title} stage. Judge every item below against your acceptance "
-                "criteria. Answer with the InputValidationResult tool: accepted ids, and "
-                "rejected items with a reason that says what to fix.")
-        ctx.add("anchor", "## Concept anchor (verbatim, immutable)",
-                str(state.get("anchor_text") or "(none)"))
+        ctx.add(
+            "task",
+            f"# Task: validate the input of stage {spec.slug} before it runs",
+            f"You are the {spec.title} stage. Judge every item below against your acceptance "
+            "criteria. Answer with the InputValidationResult tool: accepted ids, and "
+            "rejected items with a reason that says what to fix.",
+        )
+        ctx.add(
+            "anchor",
+            "## Concept anchor (verbatim, immutable)",
+            str(state.get("anchor_text") or "(none)"),
+        )
         listing = [{"kind": i.source.kind, "from": i.source.producer, **i.data} for i in items]
-        ctx.add("items", f"## Items to validate ({len(items)})",
-                f"```json\n{json.dumps(listing, indent=1, ensure_ascii=False)}\n```")
-        system = (load_prompt("input_validator.md").rstrip() + "\n\n"
-                  + load_prompt(f"input_{spec.slug}.md"))
+        ctx.add(
+            "items",
+            f"## Items to validate ({len(items)})",
+            f"```json\n{json.dumps(listing, indent=1, ensure_ascii=False)}\n```",
+        )
+        system = (
+            load_prompt("input_validator.md").rstrip()
+            + "\n\n"
+            + load_prompt(f"input_{spec.slug}.md")
+        )
         try:
-            result = self.ask(input_validator_agent(spec.slug), TIER, system, ctx,
-                              InputValidationResult, account_as=row)
+            result = self.ask(
+                input_validator_agent(spec.slug),
+                TIER,
+                system,
+                ctx,
+                InputValidationResult,
+                account_as=row,
+            )
         except Exception as exc:  # noqa: BLE001 - conservative fallback: accept everything
-            logger.warning("input validation of %s failed; accepting all %d items: %s",
-                           spec.slug, len(items), exc)
-            self.files.append_event("input_validation", row, consumer=spec.slug, round=round_,
-                                    items=[i.id for i in items], accepted=[i.id for i in items],
-                                    rejected=[], fallback=True, error=str(exc))
+            logger.warning(
+                "input validation of %s failed; accepting all %d items: %s",
+                spec.slug,
+                len(items),
+                exc,
+            )
+            self.files.append_event(
+                "input_validation",
+                row,
+                consumer=spec.slug,
+                round=round_,
+                items=[i.id for i in items],
+                accepted=[i.id for i in items],
+                rejected=[],
+                fallback=True,
+                error=str(exc),
+            )
             return []
         assert isinstance(result, InputValidationResult)
         by_id = {i.id: i for i in items}
@@ -191,48 +244,82 @@ class InputValidation:
             by_id[item_id].reason = reason
         rejected = [i for i in items if i.id in reasons]
         self.files.append_event(
-            "input_validation", row, consumer=spec.slug, round=round_,
-            items=[i.id for i in items], accepted=[i.id for i in items if i.id not in reasons],
-            rejected=[{"id": i.id, "reason": i.reason} for i in rejected], fallback=False)
+            "input_validation",
+            row,
+            consumer=spec.slug,
+            round=round_,
+            items=[i.id for i in items],
+            accepted=[i.id for i in items if i.id not in reasons],
+            rejected=[{"id": i.id, "reason": i.reason} for i in rejected],
+            fallback=False,
+        )
         return rejected
 
-    def revise_rejected(self, spec: StageSpec, item: _Item, state: Mapping[str, Any],
-                        row: str) -> _Item | None:
+    def revise_rejected(
+        self, spec: StageSpec, item: _Item, state: Mapping[str, Any], row: str
+    ) -> _Item | None:
         """The producer revises one item (same id); ``None`` when it could not."""
         source = item.source
         producer = BY_SLUG[source.producer]
         ctx = Context()
-        ctx.add("task", f"# Task: revise one {source.kind} of stage {producer.slug}",
-                f"Stage {spec.slug} rejected this {source.kind} that your stage "
-                f"({producer.title}) produced. Revise only this item, keep its id "
-                f"{item.id!r}, and answer with the {source.model.__name__} tool.")
-        ctx.add("anchor", "## Concept anchor (verbatim, immutable)",
-                str(state.get("anchor_text") or "(none)"))
+        ctx.add(
+            "task",
+            f"# Task: revise one {source.kind} of stage {producer.slug}",
+            f"Stage {spec.slug} rejected this {source.kind} that your stage "
+            f"({producer.title}) produced. Revise only this item, keep its id "
+            f"{item.id!r}, and answer with the {source.model.__name__} tool.",
+        )
+        ctx.add(
+            "anchor",
+            "## Concept anchor (verbatim, immutable)",
+            str(state.get("anchor_text") or "(none)"),
+        )
         tldr = ((state.get("outputs") or {}).get(producer.slug) or {}).get("tldr", "")
         ctx.add("tldr", f"## Your stage's summary (TL;DR of {producer.slug})", tldr)
-        ctx.add("item", "## The item",
-                f"```json\n{json.dumps(item.data, indent=1, ensure_ascii=False)}\n```")
+        ctx.add(
+            "item",
+            "## The item",
+            f"```json\n{json.dumps(item.data, indent=1, ensure_ascii=False)}\n```",
+        )
         ctx.add("reason", f"## Why {spec.slug} rejected it", item.reason)
         try:
-            revised = self.ask(reviser_agent(producer.slug), TIER,
-                               load_prompt("revise_rejected.md"), ctx, source.model,
-                               account_as=row)
+            revised = self.ask(
+                reviser_agent(producer.slug),
+                TIER,
+                load_prompt("revise_rejected.md"),
+                ctx,
+                source.model,
+                account_as=row,
+            )
         except Exception as exc:  # noqa: BLE001 - a failed revision keeps the item as it was
             logger.warning("revision of %s %s failed: %s", source.kind, item.id, exc)
-            self.files.append_event("input_revision", row, consumer=spec.slug,
-                                    producer=producer.slug, item=item.id, ok=False,
-                                    error=str(exc))
+            self.files.append_event(
+                "input_revision",
+                row,
+                consumer=spec.slug,
+                producer=producer.slug,
+                item=item.id,
+                ok=False,
+                error=str(exc),
+            )
             return None
         assert isinstance(revised, BaseModel)
         data = {**revised.model_dump(mode="json"), "id": item.id}
-        self.files.append_event("input_revision", row, consumer=spec.slug,
-                                producer=producer.slug, item=item.id, ok=True)
+        self.files.append_event(
+            "input_revision", row, consumer=spec.slug, producer=producer.slug, item=item.id, ok=True
+        )
         item.data = data
         return item
 
     # -- final items back into the producers' outputs ----------------------------------------
-    def _apply(self, sources: tuple[ItemSource, ...], items: list[_Item], warned: dict[int, str],
-               outputs: Mapping[str, Any], state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def _apply(
+        self,
+        sources: tuple[ItemSource, ...],
+        items: list[_Item],
+        warned: dict[int, str],
+        outputs: Mapping[str, Any],
+        state: Mapping[str, Any],
+    ) -> dict[str, dict[str, Any]]:
         lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for source in sources:
             mine = [i for i in items if i.source is source]
@@ -249,22 +336,35 @@ class InputValidation:
         return {slug: _refinalize(slug, raw, outputs, state) for slug, raw in changed.items()}
 
 
-def _refinalize(slug: str, raw: dict[str, Any], outputs: Mapping[str, Any],
-                state: Mapping[str, Any]) -> dict[str, Any]:
+def _refinalize(
+    slug: str, raw: dict[str, Any], outputs: Mapping[str, Any], state: Mapping[str, Any]
+) -> dict[str, Any]:
     """Re-derive the producer's computed fields (e.g. coverage), keeping the warnings."""
     spec = BY_SLUG[slug]
-    typed = {s: BY_SLUG[s].output_model.model_validate(o) for s, o in outputs.items()
-             if s in BY_SLUG and s != slug}
+    typed = {
+        s: BY_SLUG[s].output_model.model_validate(o)
+        for s, o in outputs.items()
+        if s in BY_SLUG and s != slug
+    }
     anchor = state.get("anchor")
-    view = StageView(idea=str(state.get("idea", "")), outputs=typed,
-                     anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-                     appetite=state.get("appetite"))
+    view = StageView(
+        idea=str(state.get("idea", "")),
+        outputs=typed,
+        anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
+        appetite=state.get("appetite"),
+    )
     dumped = spec.finalize(spec.output_model.model_validate(raw), view).model_dump(mode="json")
     for name, items in (raw.get("payload") or {}).items():
         if isinstance(items, list) and name in dumped.get("payload", {}):
-            warnings = {i.get("id"): i[WARNINGS_KEY] for i in items
-                        if isinstance(i, dict) and WARNINGS_KEY in i}
-            dumped["payload"][name] = [{**i, WARNINGS_KEY: warnings[i.get("id")]}
-                                       if isinstance(i, dict) and i.get("id") in warnings else i
-                                       for i in dumped["payload"][name]]
+            warnings = {
+                i.get("id"): i[WARNINGS_KEY]
+                for i in items
+                if isinstance(i, dict) and WARNINGS_KEY in i
+            }
+            dumped["payload"][name] = [
+                {**i, WARNINGS_KEY: warnings[i.get("id")]}
+                if isinstance(i, dict) and i.get("id") in warnings
+                else i
+                for i in dumped["payload"][name]
+            ]
     return dumped

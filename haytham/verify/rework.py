@@ -49,30 +49,43 @@ class ReworkDecision:
 
     def event(self) -> tuple[str, dict[str, Any]]:
         """The ``events.jsonl`` record of this decision: (type, data)."""
-        data = {"phase": self.verification.phase, "outcome": self.outcome,
-                "round": self.tracker.get("round", self.verification.round), "note": self.note}
+        data = {
+            "phase": self.verification.phase,
+            "outcome": self.outcome,
+            "round": self.tracker.get("round", self.verification.round),
+            "note": self.note,
+        }
         if self.outcome == "rework":
-            return "rework_requested", {**data, "stage": self.stage, "source": "verifier",
-                                        "reviews": self.reviews}
+            return "rework_requested", {
+                **data,
+                "stage": self.stage,
+                "source": "verifier",
+                "reviews": self.reviews,
+            }
         if self.outcome in ("max_rounds", "stalled"):
             return "rework_stopped", data
         return "rework_cleared", data
 
 
-def issues_of(phase: Phase, verification: PhaseVerification,
-              state: Mapping[str, Any]) -> list[Issue]:
+def issues_of(
+    phase: Phase, verification: PhaseVerification, state: Mapping[str, Any]
+) -> list[Issue]:
     """Blocking problems that automatic rework can address, in phase-stage order."""
     slugs = [s.slug for s in phase_stages(phase)]
     anchor = state.get("anchor") or {}
     properties = [normalize_key(str(i.get("property", ""))) for i in anchor.get("invariants", [])]
-    found = [Issue(f["key"], f["stage"], f["message"], "validator")
-             for f in mechanical_failures(phase, state) if f["kind"] == "finding"]
+    found = [
+        Issue(f["key"], f["stage"], f["message"], "validator")
+        for f in mechanical_failures(phase, state)
+        if f["kind"] == "finding"
+    ]
     for v in verification.blocking():
         stage = v.stage if v.stage in slugs else slugs[0]
         name = normalize_key(v.invariant)
         name = next((p for p in properties if p and p in name), name)  # the anchor's own name
-        found.append(Issue(f"violation:{name}:{stage}", stage,
-                           f"{v.invariant}: {v.violation}", "verifier"))
+        found.append(
+            Issue(f"violation:{name}:{stage}", stage, f"{v.invariant}: {v.violation}", "verifier")
+        )
     return sorted(found, key=lambda i: slugs.index(i.stage))
 
 
@@ -82,37 +95,55 @@ def _suggestions(issues: list[Issue], anchor: ConceptAnchor | None) -> list[str]
         for inv in anchor.invariants:
             name = normalize_key(inv.property)
             if any(name in i.key or inv.property in i.detail for i in issues):
-                out.append(f"Honour {inv.property} = {inv.value} (the founder said: "
-                           f'"{inv.source}"), or depart from it openly in '
-                           "anchor_compliance.invariants_overridden with reason and user impact.")
-    out.append("Change only what the issues name; keep everything that was not criticised, "
-               "and say in content what you changed.")
+                out.append(
+                    f"Honour {inv.property} = {inv.value} (the founder said: "
+                    f'"{inv.source}"), or depart from it openly in '
+                    "anchor_compliance.invariants_overridden with reason and user impact."
+                )
+    out.append(
+        "Change only what the issues name; keep everything that was not criticised, "
+        "and say in content what you changed."
+    )
     return out
 
 
-def _artifacts(phase: Phase, issues: list[Issue], verification: PhaseVerification,
-               anchor: ConceptAnchor | None, round_: int) -> dict[str, dict[str, Any]]:
+def _artifacts(
+    phase: Phase,
+    issues: list[Issue],
+    verification: PhaseVerification,
+    anchor: ConceptAnchor | None,
+    round_: int,
+) -> dict[str, dict[str, Any]]:
     reviews: dict[str, dict[str, Any]] = {}
     for spec in phase_stages(phase):
         mine = [i for i in issues if i.stage == spec.slug]
         if not mine:
             continue
-        flagged = [ReviewIssue(severity="warning", stage=spec.slug,
-                               detail=f"identity feature {g.original_feature!r} became "
-                                      f"{g.generic_replacement!r}")
-                   for g in verification.identity_genericized if g.stage == spec.slug]
+        flagged = [
+            ReviewIssue(
+                severity="warning",
+                stage=spec.slug,
+                detail=f"identity feature {g.original_feature!r} became {g.generic_replacement!r}",
+            )
+            for g in verification.identity_genericized
+            if g.stage == spec.slug
+        ]
         source = "verifier" if any(i.source == "verifier" for i in mine) else "validator"
         artifact = ReviewArtifact(
-            verdict="rework", source=source, round=round_,
-            issues=[ReviewIssue(severity="blocking", stage=i.stage, detail=i.detail)
-                    for i in mine] + flagged,
-            suggestions=_suggestions(mine, anchor))
+            verdict="rework",
+            source=source,
+            round=round_,
+            issues=[ReviewIssue(severity="blocking", stage=i.stage, detail=i.detail) for i in mine]
+            + flagged,
+            suggestions=_suggestions(mine, anchor),
+        )
         reviews[spec.slug] = artifact.model_dump(mode="json")
     return reviews
 
 
-def decide(phase: Phase, verification: PhaseVerification, state: Mapping[str, Any], *,
-           max_rounds: int) -> ReworkDecision:
+def decide(
+    phase: Phase, verification: PhaseVerification, state: Mapping[str, Any], *, max_rounds: int
+) -> ReworkDecision:
     """Rework the responsible stage, or open the gate (cleared, out of rounds, or stalled)."""
     tracker = dict(((state.get("rework") or {}).get(phase.value)) or {})
     rounds = int(tracker.get("round", 0))
@@ -126,20 +157,30 @@ def decide(phase: Phase, verification: PhaseVerification, state: Mapping[str, An
     listed = "; ".join(i.detail for i in issues[:5])
     repeated = sorted(set(keys) & set(tracker.get("keys", [])))
     if repeated:
-        note = (f"automatic rework stopped after {rounds} round(s): the same violation came "
-                f"back ({', '.join(repeated)}); still blocking: {listed}")
+        note = (
+            f"automatic rework stopped after {rounds} round(s): the same violation came "
+            f"back ({', '.join(repeated)}); still blocking: {listed}"
+        )
         return ReworkDecision("stalled", _warn(verification, note), done, note=note)
     if rounds >= max_rounds:
-        note = (f"automatic rework stopped: {rounds} of {max_rounds} round(s) used; still "
-                f"blocking: {listed}")
+        note = (
+            f"automatic rework stopped: {rounds} of {max_rounds} round(s) used; still "
+            f"blocking: {listed}"
+        )
         return ReworkDecision("max_rounds", _warn(verification, note), done, note=note)
     anchor = ConceptAnchor.model_validate(state["anchor"]) if state.get("anchor") else None
     stage = issues[0].stage
     reviews = _artifacts(phase, issues, verification, anchor, rounds + 1)
     note = f"round {rounds + 1} of {max_rounds}: {stage} sent back ({listed})"
     return ReworkDecision(
-        "rework", verification, {"round": rounds + 1, "keys": keys, "last_stage": stage},
-        route=BY_SLUG[stage].action, stage=stage, reviews=reviews, note=note)
+        "rework",
+        verification,
+        {"round": rounds + 1, "keys": keys, "last_stage": stage},
+        route=BY_SLUG[stage].action,
+        stage=stage,
+        reviews=reviews,
+        note=note,
+    )
 
 
 def _warn(verification: PhaseVerification, note: str) -> PhaseVerification:

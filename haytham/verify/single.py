@@ -17,20 +17,33 @@ from haytham.verify.verdict import finalize, inconclusive, system_prompt, verifi
 class Asker(Protocol):
     """``StageRunner.ask``: one structured answer from a fresh agent, or a typed error."""
 
-    def __call__(self, stage: str, tier: str, system: str, ctx: Context,
-                 model_cls: type[BaseModel], *, account_as: str | None = None) -> BaseModel: ...
+    def __call__(
+        self,
+        stage: str,
+        tier: str,
+        system: str,
+        ctx: Context,
+        model_cls: type[BaseModel],
+        *,
+        account_as: str | None = None,
+    ) -> BaseModel: ...
 
 
-def verify_single(ask: Asker, phase: Phase, state: Mapping[str, Any], *, agent: str, tier: str,
-                  row: str) -> PhaseVerification:
+def verify_single(
+    ask: Asker, phase: Phase, state: Mapping[str, Any], *, agent: str, tier: str, row: str
+) -> PhaseVerification:
     """Ask ``agent`` for the phase's verdict; any failure is an ``inconclusive`` verdict."""
     ctx = verification_context(phase, state)
     try:
-        raw = ask(agent, tier, system_prompt("single.md", phase), ctx, PhaseVerification,
-                  account_as=row)
+        raw = ask(
+            agent, tier, system_prompt("single.md", phase), ctx, PhaseVerification, account_as=row
+        )
     except ContractViolation as exc:
-        return inconclusive(phase, "single", f"the verifier's answer broke its contract after "
-                                             f"one repair ({exc.mismatch}): {exc}")
+        return inconclusive(
+            phase,
+            "single",
+            f"the verifier's answer broke its contract after one repair ({exc.mismatch}): {exc}",
+        )
     except HaythamError as exc:
         return inconclusive(phase, "single", f"the verifier could not run: {exc}")
     assert isinstance(raw, PhaseVerification)

@@ -42,14 +42,16 @@ from haytham.verify.config import COORDINATOR, ROLES, SPECIALISTS, SwarmLimits, 
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
 HANDOFF_TOOL = "handoff_to_agent"
-DESCRIPTIONS: Mapping[str, str] = MappingProxyType({
-    "invariant_checker": "Checks that every anchor invariant is honoured by the phase's stages.",
-    "genericization_detector": "Finds distinctive identity features replaced by generic "
-                               "startup patterns.",
-    "consistency_validator": "Finds contradictions between the phase's stages and with earlier "
-                             "approved stages.",
-    COORDINATOR: "Adjudicates all findings against the anchor into the final PhaseVerification.",
-})
+DESCRIPTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "invariant_checker": "Checks that every anchor invariant is honoured by the phase's stages.",
+        "genericization_detector": "Finds distinctive identity features replaced by generic "
+        "startup patterns.",
+        "consistency_validator": "Finds contradictions between the phase's stages and with earlier "
+        "approved stages.",
+        COORDINATOR: "Adjudicates all findings against the anchor into the final PhaseVerification.",
+    }
+)
 
 
 class _StopAfterHandoff(HookProvider):
@@ -61,8 +63,11 @@ class _StopAfterHandoff(HookProvider):
     @staticmethod
     def _after_tool(event: AfterToolCallEvent) -> None:
         result = event.result
-        if (event.tool_use.get("name") == HANDOFF_TOOL and isinstance(result, dict)
-                and result.get("status") == "success"):
+        if (
+            event.tool_use.get("name") == HANDOFF_TOOL
+            and isinstance(result, dict)
+            and result.get("status") == "success"
+        ):
             event.agent.cancel(message="Handed off.", after_current_tools=True)
 
 
@@ -102,29 +107,48 @@ class _Calls:
             self.errors.append(f"{call.agent}: {call.error}")
 
 
-def build_swarm(settings: Settings, models: ModelRuntime, phase: Phase, config: VerifyConfig,
-                sink: _Calls) -> Swarm:
+def build_swarm(
+    settings: Settings, models: ModelRuntime, phase: Phase, config: VerifyConfig, sink: _Calls
+) -> Swarm:
     limits = config.limits
     agents: dict[str, Agent] = {}
     for role in ROLES:
-        model = build_model(settings, config.tier, config.swarm_agent(phase, role),
-                            on_call=sink, runtime=models)
+        model = build_model(
+            settings, config.tier, config.swarm_agent(phase, role), on_call=sink, runtime=models
+        )
         hooks: list[HookProvider] = [_TurnBudget(limits.turns_per_node)]
         if role in SPECIALISTS:
             hooks.append(_StopAfterHandoff())
         agents[role] = Agent(
-            model=model, name=role, description=DESCRIPTIONS[role],
-            system_prompt=system_prompt(f"{role}.md", phase), callback_handler=None,
-            retry_strategy=None, hooks=hooks,
-            structured_output_model=PhaseVerification if role == COORDINATOR else None)
-    return Swarm(nodes=list(agents.values()), entry_point=agents[SPECIALISTS[0]],
-                 max_handoffs=limits.max_handoffs, max_iterations=limits.max_iterations,
-                 execution_timeout=limits.execution_timeout, node_timeout=limits.node_timeout,
-                 id=f"verify-{phase.value.lower()}")
+            model=model,
+            name=role,
+            description=DESCRIPTIONS[role],
+            system_prompt=system_prompt(f"{role}.md", phase),
+            callback_handler=None,
+            retry_strategy=None,
+            hooks=hooks,
+            structured_output_model=PhaseVerification if role == COORDINATOR else None,
+        )
+    return Swarm(
+        nodes=list(agents.values()),
+        entry_point=agents[SPECIALISTS[0]],
+        max_handoffs=limits.max_handoffs,
+        max_iterations=limits.max_iterations,
+        execution_timeout=limits.execution_timeout,
+        node_timeout=limits.node_timeout,
+        id=f"verify-{phase.value.lower()}",
+    )
 
 
-def verify_swarm(settings: Settings, models: ModelRuntime, files: SessionFiles, phase: Phase,
-                 state: Mapping[str, Any], *, config: VerifyConfig) -> PhaseVerification:
+def verify_swarm(
+    settings: Settings,
+    models: ModelRuntime,
+    files: SessionFiles,
+    phase: Phase,
+    state: Mapping[str, Any],
+    *,
+    config: VerifyConfig,
+) -> PhaseVerification:
     """Run the phase's verification swarm; its coordinator's verdict, or ``inconclusive``."""
     row = config.row(phase)
     ctx = verification_context(phase, state)
@@ -142,9 +166,15 @@ def verify_swarm(settings: Settings, models: ModelRuntime, files: SessionFiles, 
     elapsed = time.perf_counter() - started
     history = [n.node_id for n in result.node_history]
     current = swarm.state.current_node.node_id if swarm.state.current_node else None
-    files.append_event("swarm_run", row, status=result.status.value, history=history,
-                       model_calls=sink.count, wall_ms=round(elapsed * 1000, 1),
-                       errors=sink.errors)
+    files.append_event(
+        "swarm_run",
+        row,
+        status=result.status.value,
+        history=history,
+        model_calls=sink.count,
+        wall_ms=round(elapsed * 1000, 1),
+        errors=sink.errors,
+    )
     if result.status != Status.COMPLETED:
         reason = failure_reason(history, current, config.limits, elapsed, sink.errors)
         return inconclusive(phase, "swarm", reason)
@@ -152,31 +182,44 @@ def verify_swarm(settings: Settings, models: ModelRuntime, files: SessionFiles, 
     verdict = getattr(node.result, "structured_output", None) if node is not None else None
     if not history or history[-1] != COORDINATOR:
         last = history[-1] if history else "no agent"
-        return inconclusive(phase, "swarm", f"the swarm ended at {last} without the "
-                                            f"coordinator's verdict ({' → '.join(history)})")
+        return inconclusive(
+            phase,
+            "swarm",
+            f"the swarm ended at {last} without the coordinator's verdict ({' → '.join(history)})",
+        )
     if not isinstance(verdict, PhaseVerification):
-        return inconclusive(phase, "swarm", "the coordinator gave no valid PhaseVerification "
-                                            f"within {config.limits.turns_per_node} model calls")
+        return inconclusive(
+            phase,
+            "swarm",
+            "the coordinator gave no valid PhaseVerification "
+            f"within {config.limits.turns_per_node} model calls",
+        )
     final = finalize(verdict, phase, "swarm")
     path = f"swarm path {' → '.join(history)}, {sink.count} model calls"
     return final.model_copy(update={"reason": "; ".join(filter(None, [final.reason, path]))})
 
 
-def failure_reason(history: list[str], current: str | None, limits: SwarmLimits,
-                   elapsed: float, errors: list[str]) -> str:
+def failure_reason(
+    history: list[str], current: str | None, limits: SwarmLimits, elapsed: float, errors: list[str]
+) -> str:
     """Why a swarm ended FAILED, reconstructed from its limits (Strands only logs it)."""
     path = " → ".join(history) or "no completed node"
     if len(history) >= limits.max_handoffs:
-        return (f"the swarm exceeded its handoff limit (max_handoffs={limits.max_handoffs}) "
-                f"without a verdict: {path}")
+        return (
+            f"the swarm exceeded its handoff limit (max_handoffs={limits.max_handoffs}) "
+            f"without a verdict: {path}"
+        )
     if len(history) >= limits.max_iterations:
-        return (f"the swarm exceeded its iteration limit (max_iterations="
-                f"{limits.max_iterations}) without a verdict: {path}")
+        return (
+            f"the swarm exceeded its iteration limit (max_iterations="
+            f"{limits.max_iterations}) without a verdict: {path}"
+        )
     if elapsed > limits.execution_timeout:
-        return (f"the swarm timed out (execution_timeout={limits.execution_timeout:g}s) "
-                f"after {path}")
+        return f"the swarm timed out (execution_timeout={limits.execution_timeout:g}s) after {path}"
     if errors:
         return f"a model call failed in the swarm ({errors[-1]}) after {path}"
-    return (f"the swarm node {current or '?'} failed or timed out (node_timeout="
-            f"{limits.node_timeout:g}s; no valid answer within {limits.turns_per_node} model "
-            f"calls) after {path}")
+    return (
+        f"the swarm node {current or '?'} failed or timed out (node_timeout="
+        f"{limits.node_timeout:g}s; no valid answer within {limits.turns_per_node} model "
+        f"calls) after {path}"
+    )
