@@ -138,7 +138,9 @@ def _provider_model(
         return LocalModel(
             runtime.local_url,
             model_id=model_id,
-            timeout=timeout,
+            # a 2-core CPU shared with other work can take minutes per stage; a shorter read
+            # timeout only makes the accounting layer retry the whole generation from scratch
+            timeout=max(timeout, 600.0),
             context_window=window,
             output_model=output_model,
         )
