@@ -8,31 +8,34 @@ concurrently and two processes never work on one session at once.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from burr.core import Application, State
-from burr.core.persistence import SQLitePersister
+from burr.core import Application
 
 from haytham.config import Settings
-from haytham.errors import GateError, InputError, SessionCorrupt, StorageError
+from haytham.errors import GateError, InputError
 from haytham.export import export
 from haytham.idea import validate_appetite, validate_idea
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
-from haytham.pipeline.graph import GATES, PARTITION, build_application
+from haytham.pipeline.graph import GATES, build_application
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import PostValidator, StageRunner
 from haytham.render import render_stage
 from haytham.schemas.anchor import ConceptAnchor
-from haytham.stages import STAGES, Phase, get_stage
+from haytham.session_state import (
+    _load_state,
+    _load_state_seq,
+    _position_before,
+    _save_state,
+    cleared_state,
+    storage_errors,
+)
+from haytham.stages import Phase, get_stage
 from haytham.status import session_status
 from haytham.store import (
     SessionFiles,
@@ -40,7 +43,6 @@ from haytham.store import (
     new_session_id,
     now,
     remove_stale_temp_files,
-    storage_error,
     validate_session_id,
 )
 
@@ -318,112 +320,3 @@ class Haytham:
 
 def _public(command: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in command.items() if k != "kind"} | {"command": command.get("kind")}
-
-
-def _persister(files: SessionFiles) -> SQLitePersister:
-    persister = SQLitePersister(
-        db_path=str(files.state_db),
-        table_name="burr_state",
-        connect_kwargs={"check_same_thread": False},
-    )
-    persister.initialize()
-    return persister
-
-
-def _save_state(files: SessionFiles, seq: int, position: str, state: Mapping[str, Any]) -> None:
-    clean = {k: v for k, v in state.items() if not k.startswith("__")}
-    _persister(files).save(PARTITION, files.session_id, seq, position, State(clean), "completed")
-
-
-def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
-    """The latest persisted state (the source of truth; no other file is read when it exists)."""
-    loaded = None
-    if files.state_db.exists():
-        try:
-            loaded = _persister(files).load(PARTITION, files.session_id)
-        except Exception as exc:  # sqlite3.DatabaseError and friends
-            raise SessionCorrupt(str(files.state_db), str(exc)) from None
-    if loaded:
-        return loaded["state"].get_all(), int(loaded["sequence_id"])
-    meta = files.read_json("session.json", default={}) or {}
-    return {
-        **actions.INITIAL_STATE,
-        "idea": files.read_text("idea.md").strip(),
-        "appetite": meta.get("appetite"),
-        "session_id": files.session_id,
-    }, -1
-
-
-_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
-
-
-@contextlib.contextmanager
-def storage_errors(files: SessionFiles) -> Iterator[None]:
-    """Turn a failed write below us (SQLite state, Burr tracking) into a one-sentence error.
-
-    Our own files already raise :class:`StorageError`; SQLite and Burr's tracker raise their own
-    errors when the disk is full or the folder read-only. The state is saved before the files are
-    projected from it, so what was persisted stays consistent and ``resume`` continues from it.
-    """
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        text = str(exc)
-        why = (
-            "the disk is full"
-            if "full" in text
-            else "the sessions folder is not writable"
-            if "readonly" in text or "read-only" in text
-            else text
-        )
-        raise StorageError(
-            f"Could not write {files.state_db}: {why}. The last saved step is "
-            f"kept; free space or fix permissions, then `haytham resume "
-            f"{files.session_id}`."
-        ) from None
-    except sqlite3.DatabaseError as exc:  # not a database any more (truncated, overwritten)
-        raise SessionCorrupt(str(files.state_db), str(exc)) from None
-    except OSError as exc:
-        if exc.errno not in _STORAGE_ERRNOS:
-            raise
-        where = Path(exc.filename) if exc.filename else files.root.parent  # e.g. Burr tracking
-        raise storage_error(where, exc) from None
-
-
-def _load_state(files: SessionFiles) -> dict[str, Any]:
-    return _load_state_seq(files)[0]
-
-
-def cleared_state(state: Mapping[str, Any], number: int) -> dict[str, Any]:
-    """``state`` without stage ``number`` and everything after it (gates reopened)."""
-    keep = {s.slug for s in STAGES if s.number < number}
-    new = dict(state)
-    for key in ("outputs", "stage_meta", "validations", "reviews"):
-        new[key] = {k: v for k, v in (state.get(key) or {}).items() if k in keep}
-    first_phase = next(s.phase for s in STAGES if s.number == number)
-    live = {p.value for p in Phase if p.gate < first_phase.gate}
-    new["gates"] = {
-        k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate
-    }
-    new["verifications"] = {
-        k: v for k, v in (state.get("verifications") or {}).items() if k in live
-    }
-    new["rework"] = {k: v for k, v in (state.get("rework") or {}).items() if k in live}
-    if number == 1:
-        new["anchor"], new["anchor_text"] = None, ""
-    new["constraints"] = actions.constraints_of(new)
-    new["status"], new["route"] = "running", None
-    if number > 1:
-        prev = STAGES[number - 2]
-        if prev.phase is not first_phase:  # first stage of a phase: enter through its gate
-            new["route"] = get_stage(STAGES[number - 1].slug).action
-    return new
-
-
-def _position_before(number: int) -> str:
-    if number == 1:
-        return "start"
-    if number == 2:
-        return "anchor_extraction"
-    prev, spec = STAGES[number - 2], STAGES[number - 1]
-    return f"gate_{prev.phase.gate}" if prev.phase is not spec.phase else prev.action
