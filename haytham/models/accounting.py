@@ -27,6 +27,7 @@ from strands.types.content import Messages
 from strands.types.exceptions import ContextWindowOverflowException
 
 from haytham.errors import HaythamError, ProviderError
+from haytham.models.delegating import DelegatingModel
 from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
 
 logger = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ def events_output_text(events: list[Any]) -> str:
     return "".join(parts)
 
 
-class AccountedModel(Model):
+class AccountedModel(DelegatingModel):
     """A Strands model that forwards to ``inner`` with bounded retries and per-call accounting.
 
     It is stateless between calls (safe to share across threads as far as ``inner`` is), forwards
@@ -156,7 +157,7 @@ class AccountedModel(Model):
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.provider = provider
         self.model_id = model_id
         self.tier = tier
@@ -164,28 +165,6 @@ class AccountedModel(Model):
         self.on_call = on_call
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
-
-    @property
-    def config(self) -> Any:
-        """The inner model's config (Strands reads ``model.config["model_id"]`` for tracing)."""
-        return self.inner.get_config()
-
-    @property  # type: ignore[override]
-    def _supports_structured_output(self) -> bool:
-        return bool(getattr(self.inner, "_supports_structured_output", False))
-
-    @property
-    def stateful(self) -> bool:
-        return self.inner.stateful
-
-    def update_config(self, **model_config: Any) -> None:
-        self.inner.update_config(**model_config)
-
-    def get_config(self) -> Any:
-        return self.inner.get_config()
-
-    async def count_tokens(self, *args: Any, **kwargs: Any) -> int:
-        return await self.inner.count_tokens(*args, **kwargs)
 
     async def stream(  # type: ignore[override]
         self,

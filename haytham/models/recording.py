@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from strands.models import Model
 from strands.types.content import Messages
 
+from haytham.models.delegating import DelegatingModel
 from haytham.models.replay import last_user_excerpt, request_hash, turn_of
 
 T = TypeVar("T", bound=BaseModel)
@@ -79,7 +80,7 @@ def append_line(path: Path, record: Mapping[str, Any]) -> None:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-class RecordingModel(Model):
+class RecordingModel(DelegatingModel):
     """Wraps any Strands model and appends each successful turn to a JSONL cassette at ``path``.
 
     Lines carry the agent, the turn, the request hash (so replay matches exactly this request) and a
@@ -87,27 +88,9 @@ class RecordingModel(Model):
     """
 
     def __init__(self, inner: Model, agent: str, path: Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.agent = agent
         self.path = path
-
-    @property
-    def config(self) -> Any:
-        """The inner model's config."""
-        return self.inner.get_config()
-
-    @property  # type: ignore[override]
-    def _supports_structured_output(self) -> bool:
-        return bool(getattr(self.inner, "_supports_structured_output", False))
-
-    def update_config(self, **model_config: Any) -> None:
-        self.inner.update_config(**model_config)
-
-    def get_config(self) -> Any:
-        return self.inner.get_config()
-
-    async def count_tokens(self, *args: Any, **kwargs: Any) -> int:
-        return await self.inner.count_tokens(*args, **kwargs)
 
     def _record(
         self, messages: Messages, system_prompt: str | None, items: list[dict[str, Any]]
