@@ -6,14 +6,9 @@ import re
 
 import pytest
 
+from haytham.validate.negation import affirmed_matches, affirmed_terms
 from haytham.validate.quantities import extract, same_quantity
-from haytham.validate.text import (
-    affirmed_matches,
-    affirmed_terms,
-    markdown_segments,
-    normalize,
-    stem,
-)
+from haytham.validate.text import markdown_segments, normalize, stem
 
 REALTIME = re.compile(r"\brealtime\b")
 

@@ -12,7 +12,8 @@ from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
-from haytham.validate.text import affirmed_matches, normalize, snake
+from haytham.validate.negation import affirmed_matches
+from haytham.validate.text import normalize, snake
 
 if TYPE_CHECKING:
     from haytham.validate.embeddings import Embedder
@@ -147,7 +148,7 @@ def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:
     """(key terms the value affirms, key terms it rules out): "pickup only, no delivery" →
     (["pickup"], ["delivery"])."""
     from haytham.validate.lexicon import key_terms
-    from haytham.validate.text import affirmed_terms
+    from haytham.validate.negation import affirmed_terms
 
     affirmed = affirmed_terms(inv.value)
     keys = key_terms(inv.value)

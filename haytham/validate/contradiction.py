@@ -25,8 +25,9 @@ import numpy as np
 from haytham.validate.common import Context, finding
 from haytham.validate.lexicon import GENERIC
 from haytham.validate.model import EMBEDDING_CONTRADICTION, Finding
+from haytham.validate.negation import affirmed_terms
 from haytham.validate.semantic import SessionVectors
-from haytham.validate.text import affirmed_terms, short, term_set
+from haytham.validate.text import short, term_set
 
 NAME = EMBEDDING_CONTRADICTION
 PAIRS: tuple[tuple[str, str], ...] = (

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from haytham.validate.common import Context, finding
 from haytham.validate.model import FRAMEWORK_COHERENCE, Finding
-from haytham.validate.text import negated_at, normalize, sentences, short
+from haytham.validate.negation import negated_at
+from haytham.validate.text import normalize, sentences, short
 
 
 @dataclass(frozen=True)

@@ -48,15 +48,8 @@ from haytham.validate.common import (
 )
 from haytham.validate.lexicon import GENERIC_SUBJECTS, expand, hits, key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
-from haytham.validate.text import (
-    affirmed_clauses,
-    affirmed_terms,
-    normalize,
-    short,
-    strings_of,
-    term_set,
-    terms,
-)
+from haytham.validate.negation import affirmed_clauses, affirmed_terms
+from haytham.validate.text import normalize, short, strings_of, term_set, terms
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(

@@ -19,15 +19,8 @@ from haytham.schemas.anchor import ConceptAnchor, IdentityFeature, Invariant
 from haytham.schemas.envelope import StageOutput
 from haytham.validate.common import COMPUTED_KEYS, STAGE_NUMBER, Context, feature_parts
 from haytham.validate.embeddings import DIMENSION
-from haytham.validate.text import (
-    Segment,
-    clauses,
-    is_negated_sentence,
-    markdown_segments,
-    normalize,
-    sentences,
-    strings_of,
-)
+from haytham.validate.negation import clauses, is_negated_sentence
+from haytham.validate.text import Segment, markdown_segments, normalize, sentences, strings_of
 
 _IDS = (
     "id",

@@ -1,12 +1,9 @@
-"""Lexical tools shared by the validators: sentences, clauses, negation, key terms.
+"""Lexical tools shared by the validators: normalisation, key terms, sentences, segments.
 
-Negation is decided per *clause* (a sentence cut at commas, semicolons, ``but``, ``and`` …): a
-match is negated when a cue such as "not", "no", "without", "instead of" comes before it in its
-clause, or a cue such as "is not needed", "out of scope", "deferred" comes after it. So
-"real-time is not needed" and "no open registration" are negated, while "Supabase for real-time
-subscriptions, not for auth" keeps "real-time" affirmed. Markdown sections under headings like
-"Out of scope" or "Non-goals" are marked excluded. This is a heuristic: double negation, sarcasm,
-or negation carried across sentences are not understood.
+Text is lower-cased and known phrase variants are unified ("real-time" → "realtime"); terms are
+stemmed content words. Sentences split prose and markdown (bullets become sentences, a line that
+continues the previous sentence is re-joined); markdown sections under headings like "Out of
+scope" or "Non-goals" are marked excluded. Negation lives in :mod:`haytham.validate.negation`.
 """
 
 from __future__ import annotations
@@ -209,29 +206,6 @@ STOPWORDS = frozenset(
     )
 )
 
-_PRE_CUES = re.compile(
-    r"\b(?:not|no|zero|never|without|nor|neither|none|nothing|instead of|rather than|avoids?|"
-    r"avoiding|exclud(?:e|es|ed|ing)|except|drops?|dropped|skips?|skipped|defer(?:s|red)?|"
-    r"postpone[sd]?|removes?|removed|disables?|disabled|forgo(?:es)?|lacks?|free of|"
-    r"out of scope|outside (?:the )?scope|no need for|not needed|later version of|"
-    r"turn(?:s|ed|ing)? off|switch(?:es|ed|ing)? off)\b"
-)
-_POST_CUES = re.compile(
-    r"\b(?:not|unnecessary|unneeded|deferred|postponed|excluded|dropped|removed|disabled|"
-    r"out of scope|post[\s\-]?mvp|not in (?:the )?mvp|not planned|avoided|omitted|ruled out|"
-    r"later|v2|phase 2|never|off)\b"
-)
-_STRONG_PRE = re.compile(
-    r"\b(?:not|no|never|without|nor|neither|none|instead of|rather than|"
-    r"no need for|not needed)\b"
-)
-_STRONG_POST = re.compile(r"\b(?:not|unnecessary|unneeded|not needed|not required|never)\b")
-_COPULA_END = re.compile(r"\b(?:is|are|was|were|be|been|remains?|stays?)\s*$")
-_CLAUSE_SPLIT = re.compile(
-    r"[,;:()\[\]\u2014\u2013]|\s-\s|\b(?:but|however|although|though|whereas|while|and|so|"
-    r"beyond|except|other than|apart from|besides|"
-    r"because|which|whereby|yet|plus|then)\b"
-)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
 _MD_NOISE = re.compile(r"[*_`>#|]+")
 _EXCLUDED_HEADING = re.compile(
@@ -339,85 +313,6 @@ def markdown_segments(text: str) -> list[Segment]:
         inline_excluded = bool(label and _EXCLUDED_HEADING.search(label.group(1)))
         for s in sentences(line):
             out.append(Segment(s, excluded_level is not None or inline_excluded))
-    return out
-
-
-def clauses(sentence: str) -> list[str]:
-    """Cut a normalized sentence at punctuation and conjunctions."""
-    return [c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()]
-
-
-def negated_at(clause: str, start: int, end: int) -> bool:
-    """Whether the match ``clause[start:end]`` of a normalized clause is negated."""
-    return _negated_in_clause(clause, start, end)
-
-
-def _negated_in_clause(clause: str, start: int, end: int) -> bool:
-    before, after = clause[:start], clause[end:]
-    return bool(_PRE_CUES.search(before) or _POST_CUES.search(after))
-
-
-def affirmed_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Clauses of ``text`` where ``pattern`` (run on normalized text) matches and is not negated."""
-    hits: list[str] = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            for m in pattern.finditer(clause):
-                if not _negated_in_clause(clause, m.start(), m.end()):
-                    hits.append(clause)
-                    break
-    return hits
-
-
-def negated_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Clauses of ``text`` where ``pattern`` matches but is negated ("no real-time")."""
-    hits: list[str] = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            for m in pattern.finditer(clause):
-                if _negated_in_clause(clause, m.start(), m.end()):
-                    hits.append(clause)
-                    break
-    return hits
-
-
-def is_negated_sentence(sentence: str) -> bool:
-    """True when a negation cue occurs anywhere in the sentence (used for polarity only)."""
-    norm = normalize(sentence)
-    return bool(_PRE_CUES.search(norm) or _POST_CUES.search(norm))
-
-
-def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
-    """Stemmed terms of ``text`` that occur in at least one non-negated clause.
-
-    ``strong=True`` only counts explicit negations ("not", "no", "without", "instead of",
-    "not needed" …), not softer cues such as "later", "removes" or "except".
-    """
-    pre, post = (_STRONG_PRE, _STRONG_POST) if strong else (_PRE_CUES, _POST_CUES)
-    out: set[str] = set()
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            if pre.search(clause) or post.search(clause):
-                # keep the words before a pre-cue only ("patients do not join live" keeps
-                # "patients"); a copula before the cue ("real-time is not needed") or a post-cue
-                # in the head negates the head too
-                cue = pre.search(clause)
-                head = clause[: cue.start()] if cue else ""
-                if post.search(head) or _COPULA_END.search(head):
-                    head = ""
-                out |= term_set(head)
-                continue
-            out |= term_set(clause)
-    return out
-
-
-def affirmed_clauses(text: str) -> list[str]:
-    """Normalized clauses of ``text`` that carry no negation cue at all."""
-    out = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            if not (_PRE_CUES.search(clause) or _POST_CUES.search(clause)):
-                out.append(clause)
     return out
 
 

@@ -36,7 +36,8 @@ from haytham.validate.common import (
     resolved,
 )
 from haytham.validate.model import TRAIT_PROPAGATION, Finding
-from haytham.validate.text import affirmed_matches, normalize, short, snake
+from haytham.validate.negation import affirmed_matches
+from haytham.validate.text import normalize, short, snake
 
 NAME = TRAIT_PROPAGATION
 
