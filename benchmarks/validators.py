@@ -10,7 +10,7 @@ on a faithful case), misses (a labelled case no expected validator caught) and "
 a case labelled for another validator); then detection and faithful false-positive rates against
 the targets (>= 90 % detected, <= 10 % of faithful sessions flagged), the thresholds in use, and
 the time to run every validator over each full session once the model is loaded (target < 1 s),
-with the embedder's text cache cleared before each run.
+with the embedder's and the text helpers' caches cleared before each run (best of ``--repeat`` runs per session).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from haytham.validate import (  # noqa: E402
 )
 from haytham.validate.calibration import Calibration, Case, load_cases, score  # noqa: E402
 from haytham.validate.model import EMBEDDING_CONTRADICTION, EMBEDDING_DIVERGENCE  # noqa: E402
+from haytham.validate.text import clear_caches  # noqa: E402
 
 DEFAULT_CASES = ROOT / "tests" / "fixtures" / "drift"
 OFF = {
@@ -118,16 +119,24 @@ def reference_speed(embedder: Embedder) -> float:
     return best
 
 
-def timings(cases: list[Case], embedder: Embedder | None, settings: ValidatorSettings) -> None:
+def timings(
+    cases: list[Case], embedder: Embedder | None, settings: ValidatorSettings, repeat: int = 3
+) -> None:
+    """Per full session: best of ``repeat`` cold runs (a shared VM's scheduler noise only ever
+    adds time), then one warm run and one post-validator run."""
     full = [c for c in cases if len(load_snapshot(c.path).outputs) == 10]
     cold, warm, per_stage = [], [], []
     for c in full:
         snap = load_snapshot(c.path)
-        if embedder is not None:
-            embedder.clear_cache()
-        t = time.perf_counter()
-        run_validators(snap, settings=settings, embedder=embedder)
-        cold.append(time.perf_counter() - t)
+        runs = []
+        for _ in range(repeat):
+            if embedder is not None:
+                embedder.clear_cache()
+            clear_caches()
+            t = time.perf_counter()
+            run_validators(snap, settings=settings, embedder=embedder)
+            runs.append(time.perf_counter() - t)
+        cold.append(min(runs))
         t = time.perf_counter()
         run_validators(snap, settings=settings, embedder=embedder)
         warm.append(time.perf_counter() - t)
@@ -151,10 +160,14 @@ def timings(cases: list[Case], embedder: Embedder | None, settings: ValidatorSet
             f"  machine speed: 100 short sentences embed in {ref:.2f} s (idle 2-core box: "
             f"0.34-0.40 s; a larger number means a loaded machine, scale the times below)"
         )
-    print(
-        f"  cold text cache : {line(cold)}  (target < 1 s: "
-        f"{'met' if statistics.median(cold) < 1 else 'NOT met'} at the median)"
+    verdict = (
+        "met for every session"
+        if max(cold) < 1
+        else "met at the median"
+        if statistics.median(cold) < 1
+        else "NOT met"
     )
+    print(f"  cold text cache, best of {repeat}: {line(cold)}  (target < 1 s: {verdict})")
     print(f"  warm text cache : {line(warm)}")
     print(f"  post-validator stages={{'story-generation'}}, warm: {line(per_stage)}")
 
@@ -164,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--no-embeddings", action="store_true")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="cold runs per session (best kept)")
     parser.add_argument(
         "--threads",
         type=int,
@@ -200,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name} = {value}")
         if args.sweep and embedder is not None:
             sweep(cases, embedder, settings)
-        timings(cases, embedder, settings)
+        timings(cases, embedder, settings, max(1, args.repeat))
     return 0
 
 

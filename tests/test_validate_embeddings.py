@@ -19,6 +19,7 @@ from haytham.validate import (
 )
 from haytham.validate.calibration import load_case, load_cases, score
 from haytham.validate.contradiction import _opposed_term
+from haytham.validate.semantic import anchor_texts
 
 DRIFT = Path(__file__).parent / "fixtures" / "drift"
 ON = ValidatorSettings(embeddings=True)
@@ -88,14 +89,34 @@ def test_post_validator_embeds_only_what_it_needs(embedder: Embedder, tmp_path: 
 
 
 def test_possibly_dropped_identity(embedder: Embedder, tmp_path: Path) -> None:
-    """The live circle replaced by an async board: the gathering's best match falls far below
-    the idea's own."""
+    """A terminal linter genericized into a SaaS dashboard: "terminal and CI log output" has no
+    close sentence left in the MVP scope."""
     report = run_validators(
-        snap("power_of_8__async_wish_board", tmp_path), settings=ON, embedder=embedder
+        snap("cli_planlint__saas_dashboard", tmp_path), settings=ON, embedder=embedder
     )
     fs = report.by_validator("embedding_divergence")
-    assert any("possibly dropped from mvp-scope" in f.message for f in fs)
+    assert any(
+        f.invariant == "session_medium" and "possibly dropped from mvp-scope" in f.message
+        for f in fs
+    )
     assert all(f.stage == "mvp-scope" for f in fs)
+    faithful = run_validators(snap("cli_planlint", tmp_path), settings=ON, embedder=embedder)
+    assert faithful.by_validator("embedding_divergence") == []
+
+
+def test_token_batches_match_plain_encoding(embedder: Embedder) -> None:
+    """Batching by token length changes padding only, never the vectors or their order."""
+    texts = [
+        "Cooks upload a food-safety certificate; an admin verifies it before they can sell.",
+        "Weekly menu",
+        "Buyers within about 2 km of the cook pre-order portions by Thursday for Saturday pickup.",
+        "Pickup code",
+    ] * 3 + [f"story {i}: a buyer pre-orders dish number {i}" for i in range(40)]
+    embedder.clear_cache()
+    batched = embedder.encode(texts)
+    plain = embedder._load().encode(texts, normalize_embeddings=True, show_progress_bar=False)
+    assert batched.shape == (len(texts), 384)
+    assert np.allclose(batched, plain, atol=1e-5)
 
 
 def test_out_of_scope_item_honouring_the_anchor(embedder: Embedder, tmp_path: Path) -> None:
@@ -156,3 +177,15 @@ def test_calibration_targets_with_embeddings(embedder: Embedder, tmp_path: Path)
     )
     assert cal.detection_rate >= 0.9, cal.missed
     assert cal.false_positive_rate <= 0.1, cal.flagged
+
+
+def test_anchor_vector_texts_leave_out_the_generic_product(tmp_path: Path) -> None:
+    """The anchor's vector stands for what the product is: non-goals ("City-wide food delivery
+    platform") and "why distinctive" notes naming the generic default are not part of it."""
+    anchor = snap("market_homecooks", tmp_path).anchor
+    assert anchor is not None and anchor.intent.non_goals
+    texts = anchor_texts(anchor)
+    assert texts[0] == anchor.intent.goal
+    assert "fulfilment model: pickup only, no delivery" in texts
+    assert not set(anchor.intent.non_goals) & set(texts)
+    assert not any("food-delivery platforms" in t or "source:" in t for t in texts)

@@ -8,7 +8,7 @@ import pytest
 
 from haytham.validate.negation import affirmed_matches, affirmed_terms
 from haytham.validate.quantities import extract, same_quantity
-from haytham.validate.text import markdown_segments, normalize, stem
+from haytham.validate.text import markdown_segments, normalize, sentences, stem, terms
 
 REALTIME = re.compile(r"\brealtime\b")
 
@@ -65,6 +65,24 @@ def test_markdown_out_of_scope_sections_are_excluded() -> None:
     ]
 
 
+def test_hard_wrapped_lines_are_one_sentence() -> None:
+    idea = "Neighbours within\nabout 2 km pre-order by Thursday.\nPickup only -\nno delivery."
+    assert sentences(idea) == [
+        "Neighbours within about 2 km pre-order by Thursday.",
+        "Pickup only - no delivery.",
+    ]
+    assert sentences("- Weekly menu\n- Pickup codes\nSaturday pickup") == [
+        "Weekly menu",
+        "Pickup codes",
+        "Saturday pickup",
+    ]
+    segs = markdown_segments("## Out of scope\ndelivery and\ncouriers\n## In scope\nmenus")
+    assert [(s.text, s.excluded) for s in segs] == [
+        ("delivery and couriers", True),
+        ("menus", False),
+    ]
+
+
 def test_quantities_parse_and_compare() -> None:
     (a,) = extract("The digital mental health market is worth $23.6 billion in 2023.")
     (b,) = extract("The digital mental health market is about $4.3B in 2023.")
@@ -76,3 +94,13 @@ def test_quantities_parse_and_compare() -> None:
     (p,) = extract("Zoom Pro costs $13.33 per month")
     assert p.period == "month" and not same_quantity(p, a)
     assert extract("Founded in 2019") == []
+
+
+def test_memoised_helpers_hand_out_fresh_lists() -> None:
+    text = "Cooks publish a weekly menu. Buyers pre-order by Thursday."
+    first = sentences(text)
+    first.append("tampered")
+    assert sentences(text) == ["Cooks publish a weekly menu.", "Buyers pre-order by Thursday."]
+    t = terms(text)
+    t.clear()
+    assert terms(text) == ["cook", "publish", "weekly", "menu", "buyer", "pre", "order", "thursday"]

@@ -1,7 +1,8 @@
 """Embedding divergence (ADR-022 7e, 1d): how far each stage has moved from the idea and anchor.
 
 (a) **Divergence curve** — cosine similarity of each stage's document vector (mean of its
-    sentence embeddings) to the idea and to the rendered anchor; stored by the pipeline in
+    sentence embeddings) to the idea and to the anchor (goal, constraints, invariants and
+    identity; :func:`~haytham.validate.semantic.anchor_texts`); stored by the pipeline in
     ``summary.json``. A descriptive stage (mvp-scope, capability-model, story-generation) whose
     anchor similarity falls below ``divergence_floor`` is reported as describing a different
     product; HOW stages are technical and legitimately far from the anchor (0.29 measured on

@@ -115,9 +115,20 @@ def identity_text(feature: IdentityFeature) -> str:
     return feature_parts(feature.feature)[0]
 
 
-def anchor_lines(anchor: ConceptAnchor) -> list[str]:
-    lines = anchor.render().splitlines()[1:]
-    return [ln.lstrip("- ").strip() for ln in lines if ln.strip() and not ln.rstrip().endswith(":")]
+def anchor_texts(anchor: ConceptAnchor) -> list[str]:
+    """What the anchor says the product *is*: goal, explicit constraints, invariants, identity.
+
+    Non-goals, the invariants' source quotes and "why distinctive" notes are left out: they name
+    the generic product the idea is not (or repeat the idea), and would pull the anchor's
+    vector toward exactly the drift it is meant to expose. These are the texts the invariant and
+    identity checks embed anyway, so the anchor costs few extra tokens.
+    """
+    return [
+        anchor.intent.goal,
+        *anchor.intent.explicit_constraints,
+        *(invariant_text(i) for i in anchor.invariants),
+        *(identity_text(f) for f in anchor.identity),
+    ]
 
 
 def _mean(vectors: np.ndarray) -> np.ndarray:
@@ -174,7 +185,7 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
 
     idea_slice = take(sentences(snap.idea) or [snap.idea.strip() or "(empty idea)"])
     anchor = snap.anchor
-    anchor_slice = take(anchor_lines(anchor)) if anchor is not None else None
+    anchor_slice = take(anchor_texts(anchor)) if anchor is not None else None
     inv_slices = (
         {i.property: take([invariant_text(i)]) for i in anchor.invariants}
         if anchor is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -207,6 +208,7 @@ STOPWORDS = frozenset(
 )
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
+_SOFT_WRAP = re.compile(r"^(?!\s*#)(.*[^:*\s])[ \t]*\n[ \t]*(?=[a-z])", re.MULTILINE)
 _MD_NOISE = re.compile(r"[*_`>#|]+")
 _EXCLUDED_HEADING = re.compile(
     r"\b(?:out of scope|out-of-scope|not in scope|non[\s\-]?goals?|excluded|deferred|"
@@ -216,14 +218,20 @@ _EXCLUDED_HEADING = re.compile(
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
+@lru_cache(maxsize=16384)
 def normalize(text: str) -> str:
-    """Lower-case ``text`` and rewrite known phrase variants ("real-time" → "realtime")."""
+    """Lower-case ``text`` and rewrite known phrase variants ("real-time" → "realtime").
+
+    Pure, so memoised (like ``stem`` and ``terms``): a session's validators normalise the same
+    few hundred sentences thousands of times (a process-wide cache of values, not state).
+    """
     out = text.lower().replace("\u2019", "'")
     for pattern, repl in _PHRASES:
         out = pattern.sub(repl, out)
     return out
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A tiny suffix stripper, applied identically to both sides of every comparison."""
     w = _NUMBER_WORDS.get(word, word)
@@ -259,31 +267,55 @@ def words(text: str) -> list[str]:
 
 def terms(text: str) -> list[str]:
     """Stemmed content words of ``text`` in order (stopwords removed, numbers as digits)."""
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=16384)
+def _terms(text: str) -> tuple[str, ...]:
     out = []
     for w in words(text):
         s = stem(w)
         if s not in STOPWORDS and w not in STOPWORDS and (len(s) > 1 or s.isdigit()):
             out.append(s)
-    return out
+    return tuple(out)
 
 
 def term_set(text: str) -> set[str]:
-    return set(terms(text))
+    return set(_terms(text))
 
 
 def clean_markdown(text: str) -> str:
     return _MD_NOISE.sub(" ", text)
 
 
+def unwrap(text: str) -> str:
+    """Re-join hard-wrapped lines: a line break followed by a lower-case word continues the
+    sentence ("neighbours within\nabout 2 km" is one sentence); bullets, lines that start
+    with a capital or a digit, and lines after a heading or a label ("Out of scope:") stay
+    separate."""
+    return _SOFT_WRAP.sub(r"\1 ", text)
+
+
 def sentences(text: str) -> list[str]:
     """Split prose or markdown into trimmed sentences/lines (bullets become sentences)."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     out = []
-    for part in _SENTENCE_SPLIT.split(text):
+    for part in _SENTENCE_SPLIT.split(unwrap(text)):
         part = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", part)
         part = " ".join(clean_markdown(part).split())
         if len(part) >= 3 and re.search(r"[A-Za-z]", part):
             out.append(part)
-    return out
+    return tuple(out)
+
+
+def clear_caches() -> None:
+    """Forget memoised results (benchmarks time validation from a cold start)."""
+    for fn in (normalize, stem, _terms, _sentences):
+        fn.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -298,7 +330,7 @@ def markdown_segments(text: str) -> list[Segment]:
     """Sentences of a markdown document, tracking whether each is under an excluding heading."""
     out: list[Segment] = []
     excluded_level: int | None = None
-    for line in text.splitlines():
+    for line in unwrap(text).splitlines():
         heading = re.match(r"^\s*(#{1,6})\s+(.*)$", line)
         bold = re.match(r"^\s*\*\*([^*]+)\*\*:?\s*$", line)
         if heading or bold:
