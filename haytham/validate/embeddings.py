@@ -63,11 +63,13 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
             except ImportError:
                 raise ConfigError(
                     "sentence-transformers is not installed; install it or set "
                     "HAYTHAM_EMBEDDINGS=off."
                 ) from None
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar in the CLI or logs
             self._model = SentenceTransformer(str(path), device=self._device)
         return self._model
 
