@@ -213,7 +213,10 @@ def load_settings(
 
     When ``env`` is the real process environment, credential variables found only in `.env`
     (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``AWS_*``) are exported to ``os.environ`` without
-    overwriting anything, so provider SDKs find them; they are never stored in Settings.
+    overwriting anything, so provider SDKs find them; they are never stored in Settings. So are
+    the other ``HAYTHAM_*`` variables of `.env` (verifier, validator and input-validation
+    switches such as ``HAYTHAM_BLOCKING_VALIDATORS``), which their modules read from the
+    environment.
 
     Raises:
         ConfigError: a value cannot be used (names the variable or flag).
@@ -248,7 +251,10 @@ def load_settings(
         raise ConfigError(f"Invalid value for {where}: {first['msg']}.") from None
 
     if use_process_env:
-        for var in SECRET_ENV_VARS:
-            if var in file_values and file_values[var] and var not in os.environ:
-                os.environ[var] = file_values[var]
+        for var, value in file_values.items():
+            exported = var in SECRET_ENV_VARS or (
+                var.startswith("HAYTHAM_") and var not in ENV_FIELDS
+            )
+            if exported and value and var not in os.environ:
+                os.environ[var] = value
     return settings

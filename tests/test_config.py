@@ -92,6 +92,28 @@ def test_dotenv_keys_reach_process_env_only(
     assert "secret" not in settings.model_dump_json()
 
 
+def test_dotenv_switches_reach_the_modules_that_read_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haytham.validate import ValidatorSettings
+    from haytham.verify.config import VerifyConfig
+
+    for var in ("HAYTHAM_BLOCKING_VALIDATORS", "HAYTHAM_MAX_REWORK_ROUNDS", "HAYTHAM_PROVIDER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HAYTHAM_EMBEDDINGS", "off")
+    dotenv = write_env(
+        tmp_path,
+        "HAYTHAM_BLOCKING_VALIDATORS=appetite\nHAYTHAM_MAX_REWORK_ROUNDS=1\n"
+        "HAYTHAM_EMBEDDINGS=on\nHAYTHAM_PROVIDER=replay\n",
+    )
+    load_settings(dotenv=dotenv)
+    validators = ValidatorSettings.from_env()
+    assert validators.blocking == {"appetite"}
+    assert validators.embeddings is False  # the real environment beats .env
+    assert VerifyConfig.from_env().max_rework_rounds == 1
+    assert "HAYTHAM_PROVIDER" not in os.environ  # a Settings field stays in Settings
+
+
 def test_dotenv_parsing(tmp_path: Path) -> None:
     path = write_env(
         tmp_path,
