@@ -74,7 +74,7 @@ def script_loads(runs: int) -> dict[str, dict[str, float]]:
 
     sys.path.insert(0, str(APP.parent))
     results = {}
-    for name, page in (("start", None), ("gate_1", "pages/gate_1.py")):
+    for name, page in (("start", None), ("gate_1", "views/gate_1.py")):
         at = AppTest.from_file(str(APP), default_timeout=120)
         at.query_params["session"] = SID
         at.run()

@@ -1,4 +1,4 @@
-"""Haytham's review UI: navigation only. Each page is a file in ``pages/``; all work goes
+"""Haytham's review UI: navigation only. Each page is a file in ``views/``; all work goes
 through :class:`haytham.service.Haytham` (see docs/ui.md)."""
 
 from __future__ import annotations
@@ -18,26 +18,23 @@ st.set_page_config(page_title="Haytham", page_icon=":material/lightbulb:", layou
 
 pages = {
     "Start": [
-        st.Page("pages/new_idea.py", title="New idea", icon=":material/lightbulb:", default=True),
-        st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
-        st.Page("pages/sessions.py", title="Sessions", icon=":material/folder_open:"),
+        st.Page("views/new_idea.py", title="New idea", icon=":material/lightbulb:", default=True),
+        st.Page("views/run.py", title="Run", icon=":material/play_circle:"),
+        st.Page("views/sessions.py", title="Sessions", icon=":material/folder_open:"),
     ],
     "Decision gates": [
-        st.Page("pages/gate_1.py", title="Gate 1 · WHY", icon=":material/looks_one:"),
-        st.Page("pages/verdict.py", title="Verdict", icon=":material/gavel:"),
-        st.Page("pages/gate_2.py", title="Gate 2 · WHAT", icon=":material/looks_two:"),
-        st.Page("pages/gate_3.py", title="Gate 3 · HOW", icon=":material/looks_3:"),
-        st.Page("pages/gate_4.py", title="Gate 4 · STORIES", icon=":material/looks_4:"),
+        st.Page("views/gate_1.py", title="Gate 1 · WHY", icon=":material/looks_one:"),
+        st.Page("views/verdict.py", title="Verdict", icon=":material/gavel:"),
+        st.Page("views/gate_2.py", title="Gate 2 · WHAT", icon=":material/looks_two:"),
+        st.Page("views/gate_3.py", title="Gate 3 · HOW", icon=":material/looks_3:"),
+        st.Page("views/gate_4.py", title="Gate 4 · STORIES", icon=":material/looks_4:"),
     ],
     "Results": [
-        st.Page("pages/stories.py", title="Stories", icon=":material/view_list:"),
-        st.Page("pages/fidelity.py", title="Fidelity", icon=":material/insights:"),
+        st.Page("views/stories.py", title="Stories", icon=":material/view_list:"),
+        st.Page("views/fidelity.py", title="Fidelity", icon=":material/insights:"),
+        st.Page("views/evaluations.py", title="Evaluations", icon=":material/fact_check:"),
     ],
 }
-if (HERE / "pages" / "evaluations.py").exists():
-    pages["Results"].append(
-        st.Page("pages/evaluations.py", title="Evaluations", icon=":material/fact_check:")
-    )
 
 page = st.navigation(pages)
 with failures():  # a bug in a page shows one sentence (the traceback goes to the server log)

@@ -82,9 +82,9 @@ def test_leaving_and_returning_shows_the_same_run(sessions: Path) -> None:
     at.text_area(key="idea_text").input(POWER8_IDEA)
     at.button(key="start").click().run()
     sid = at.session_state["selected_session"]
-    at.switch_page("pages/sessions.py").run()
+    at.switch_page("views/sessions.py").run()
     assert at.title[0].value == "Sessions"
-    at.switch_page("pages/run.py").run()  # the tab remembers its session without the URL
+    at.switch_page("views/run.py").run()  # the tab remembers its session without the URL
     assert at.title[0].value == "Run"
     poll(at, at_gate(1))
     assert shows(at, sid)

@@ -28,14 +28,14 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_gate_page_without_a_session_points_to_one(sessions: Path) -> None:
-    at = app(page="pages/gate_2.py")
+    at = app(page="views/gate_2.py")
     assert not at.exception
     assert shows(at, "No session selected")
 
 
 def test_gate_2_shows_outputs_checks_and_actions(sessions: Path) -> None:
     sid = session_at(2)
-    at = app(sid, "pages/gate_2.py")
+    at = app(sid, "views/gate_2.py")
     assert not at.exception
     assert [e.label for e in at.expander][1:] == ["5. MVP scope", "6. Capability model"]
     assert any("Verifier: passed" in m.value for m in at.markdown)
@@ -50,7 +50,7 @@ def test_gate_2_shows_outputs_checks_and_actions(sessions: Path) -> None:
     at.button(key="rework_2").click().run()
     assert not at.exception
     assert at.title[0].value == "Run"
-    at.switch_page("pages/run.py")  # AppTest re-runs the page it was switched to; follow the app
+    at.switch_page("views/run.py")  # AppTest re-runs the page it was switched to; follow the app
     poll(at, at_gate(2))
     record = gates_json(sessions, sid)["2"]
     assert record["round"] == 2 and record["feedback"].startswith("Name the receiver")
@@ -58,7 +58,7 @@ def test_gate_2_shows_outputs_checks_and_actions(sessions: Path) -> None:
 
 def test_earlier_gate_is_read_only(sessions: Path) -> None:
     sid = session_at(3)
-    at = app(sid, "pages/gate_1.py")
+    at = app(sid, "views/gate_1.py")
     assert shows(at, "Gate 1 is approved") and shows(at, "the session is waiting at Gate 3")
     assert not [b for b in at.button if (b.key or "").startswith("approve_")]
     assert not [r for r in at.radio if (r.key or "").startswith("clarify_")]
@@ -66,7 +66,7 @@ def test_earlier_gate_is_read_only(sessions: Path) -> None:
 
 def test_gate_1_edit_and_remove_non_goal_are_logged(sessions: Path) -> None:
     sid = session_at(1)
-    at = app(sid, "pages/gate_1.py")
+    at = app(sid, "views/gate_1.py")
     at.selectbox(key="edit_invariant").set_value("orchestrator_role")
     at.text_input(key="edit_value").input("the psychologist and a co-host run sessions")
     at.button(key="save_edit").click().run()
@@ -86,7 +86,7 @@ def test_gate_1_edit_and_remove_non_goal_are_logged(sessions: Path) -> None:
 
 def test_confirm_needs_every_choice(sessions: Path) -> None:
     sid = session_at(1)
-    at = app(sid, "pages/gate_1.py")
+    at = app(sid, "views/gate_1.py")
     at.radio(key=f"clarify_{sid}_interaction_model").set_value(
         at.radio(key=f"clarify_{sid}_interaction_model").options[0]
     )
@@ -97,11 +97,11 @@ def test_confirm_needs_every_choice(sessions: Path) -> None:
 
 def test_reject_ends_the_session(sessions: Path) -> None:
     sid = session_at(2)
-    at = app(sid, "pages/gate_2.py")
+    at = app(sid, "views/gate_2.py")
     at.checkbox(key="reject_sure_2").check().run()
     at.button(key="reject_2").click().run()
     assert not at.exception and at.title[0].value == "Run"
-    at.switch_page("pages/run.py")
+    at.switch_page("views/run.py")
     poll(at, lambda a: shows(a, "was rejected"))
     assert gates_json(sessions, sid)["2"]["status"] == "rejected"
 
@@ -111,17 +111,17 @@ def test_no_go_blocks_approval_until_proceed_anyway(
 ) -> None:
     sessions = use_replay(tmp_path, monkeypatch, cassette=no_go_cassette(tmp_path))
     sid = session_at(1)
-    at = app(sid, "pages/verdict.py")
+    at = app(sid, "views/verdict.py")
     assert any("NO-GO" in m.value for m in at.markdown)
     assert len(at.dataframe[0].value) > 0  # the scorecard
     at.button(key="proceed_anyway").click().run()
     assert any("needs a reason" in e.value for e in at.error)
 
-    at.switch_page("pages/gate_1.py").run()
+    at.switch_page("views/gate_1.py").run()
     assert at.button(key="approve_1").disabled
     assert shows(at, "1 blocking item(s) are open")
 
-    at.switch_page("pages/verdict.py").run()
+    at.switch_page("views/verdict.py").run()
     at.text_area(key="nogo_reason").input("The founder will fund the pilot himself.")
     at.button(key="proceed_anyway").click().run()
     assert not at.exception and shows(at, "You chose to proceed anyway")
@@ -130,7 +130,7 @@ def test_no_go_blocks_approval_until_proceed_anyway(
         ("verdict:NO-GO", "The founder will fund the pilot himself.")
     ]
 
-    at.switch_page("pages/gate_1.py").run()
+    at.switch_page("views/gate_1.py").run()
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
         radio.set_value(radio.options[0])
     at.button(key="confirm_clarifications").click().run()
@@ -228,7 +228,7 @@ def test_blocking_items_disable_approve_until_overridden(
     """pipeline.jsonl has no verifier turns: the verification is inconclusive, which blocks."""
     sessions = use_replay(tmp_path, monkeypatch, cassette=PIPELINE_ONLY)
     sid = session_at(1)
-    at = app(sid, "pages/gate_1.py")
+    at = app(sid, "views/gate_1.py")
     assert any("could not decide" in w.value for w in at.warning)
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
         radio.set_value(radio.options[0])
@@ -251,5 +251,5 @@ def test_blocking_items_disable_approve_until_overridden(
     assert not at.button(key="approve_1").disabled
     at.button(key="approve_1").click().run()
     assert at.title[0].value == "Run"
-    at.switch_page("pages/run.py")
+    at.switch_page("views/run.py")
     poll(at, at_gate(2))

@@ -70,12 +70,12 @@ def test_html_in_an_idea_shows_as_text(sessions: Path) -> None:
     at.text_area(key="idea_text").input(idea)
     at.button(key="start").click().run()
     poll(at, at_gate(1))
-    for page in ("pages/run.py", "pages/gate_1.py", "pages/sessions.py"):
+    for page in ("views/run.py", "views/gate_1.py", "views/sessions.py"):
         at.switch_page(page).run()
         assert not at.exception
         for element in at.markdown:
             assert not element.proto.allow_html, element.value
         for value in texts(at):
             assert not RAW_TAG.search(value), value  # every "<" of the idea is escaped
-    at.switch_page("pages/run.py").run()
+    at.switch_page("views/run.py").run()
     assert shows(at, r"\<script\>")

@@ -18,7 +18,7 @@ def finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_verdict_go_with_scorecard(finished: str) -> None:
-    at = app(finished, "pages/verdict.py")
+    at = app(finished, "views/verdict.py")
     assert not at.exception
     assert any("GO" in m.value and "badge" in m.value for m in at.markdown)
     scorecard = at.dataframe[0].value
@@ -27,7 +27,7 @@ def test_verdict_go_with_scorecard(finished: str) -> None:
 
 
 def test_stories_table_filters_traceability_and_exports(finished: str) -> None:
-    at = app(finished, "pages/stories.py")
+    at = app(finished, "views/stories.py")
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["order"]) == list(range(1, len(table) + 1))
@@ -60,14 +60,14 @@ def test_stories_page_before_stories_offers_markdown_and_json(
 ) -> None:
     use_replay(tmp_path, monkeypatch)
     sid = session_at(2)
-    at = app(sid, "pages/stories.py")
+    at = app(sid, "views/stories.py")
     assert not at.exception and shows(at, "No stories yet")
     enabled = [not d.proto.disabled for d in at.get("download_button")]
     assert enabled == [True, True, False, False, False]
 
 
 def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
-    at = app(finished, "pages/fidelity.py")
+    at = app(finished, "views/fidelity.py")
     assert not at.exception
     assert shows(at, "No divergence curve for this session")
     matrix = at.dataframe[0].value

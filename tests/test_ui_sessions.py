@@ -14,14 +14,14 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_empty_list_points_to_a_new_idea(sessions: Path) -> None:
-    at = app(page="pages/sessions.py")
+    at = app(page="views/sessions.py")
     assert not at.exception and shows(at, "No sessions yet")
 
 
 def test_list_open_fork_and_delete(sessions: Path) -> None:
     session_at(1, sid="first")
     session_at(2, sid="second")
-    at = app(page="pages/sessions.py")
+    at = app(page="views/sessions.py")
     table = at.dataframe[0].value
     assert set(table["session"]) == {"first", "second"}
     row = table.set_index("session").loc["second"]
@@ -34,7 +34,7 @@ def test_list_open_fork_and_delete(sessions: Path) -> None:
     assert at.title[0].value == "Gate 2 · WHAT"
     assert at.session_state["selected_session"] == "second"
 
-    at.switch_page("pages/sessions.py").run()
+    at.switch_page("views/sessions.py").run()
     at.selectbox(key="sessions_pick").set_value("second")
     at.selectbox(key="fork_stage").set_value("capability-model")
     at.button(key="fork").click().run()
@@ -45,10 +45,10 @@ def test_list_open_fork_and_delete(sessions: Path) -> None:
     at.selectbox(key="sessions_pick").set_value(forked).run()
     at.button(key="resume_session").click().run()
     assert at.title[0].value == "Run"
-    at.switch_page("pages/run.py")
+    at.switch_page("views/run.py")
     poll(at, at_gate(2))
 
-    at.switch_page("pages/sessions.py").run()
+    at.switch_page("views/sessions.py").run()
     at.selectbox(key="sessions_pick").set_value("first").run()
     assert at.button(key="delete").disabled  # needs the confirmation first
     at.checkbox(key="delete_sure_first").check().run()
@@ -61,10 +61,10 @@ def test_list_open_fork_and_delete(sessions: Path) -> None:
 def test_two_tabs_keep_their_own_session(sessions: Path) -> None:
     session_at(1, sid="alpha")
     session_at(2, sid="beta")
-    tab_a = app("alpha", "pages/run.py")
-    tab_b = app("beta", "pages/run.py")
+    tab_a = app("alpha", "views/run.py")
+    tab_b = app("beta", "views/run.py")
     assert shows(tab_a, "Waiting at **Gate 1**") and shows(tab_b, "Waiting at **Gate 2**")
-    tab_a.switch_page("pages/fidelity.py").run()
+    tab_a.switch_page("views/fidelity.py").run()
     tab_b.run()
     assert tab_a.session_state["selected_session"] == "alpha"
     assert tab_b.session_state["selected_session"] == "beta"
@@ -79,11 +79,11 @@ def test_a_broken_session_is_listed_with_its_problem(sessions: Path) -> None:
             session_id="broken",
         )
     (sessions / broken / "state.db").write_text("not a database")
-    at = app(page="pages/sessions.py")
+    at = app(page="views/sessions.py")
     assert not at.exception
     table = at.dataframe[0].value.set_index("session")
     assert table.loc["broken", "status"].startswith("unreadable")
     at.query_params["session"] = "broken"
-    at.switch_page("pages/gate_1.py").run()
+    at.switch_page("views/gate_1.py").run()
     assert not at.exception
     assert any("unreadable" in e.value for e in at.error)

@@ -64,7 +64,7 @@ def session_at(gate: int | None, *, idea: str = POWER8_IDEA, sid: str = "p8") ->
 
 
 def app(session_id: str | None = None, page: str | None = None) -> AppTest:
-    """The app, optionally on ``page`` (e.g. ``pages/gate_2.py``) with ``?session=``."""
+    """The app, optionally on ``page`` (e.g. ``views/gate_2.py``) with ``?session=``."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     if session_id:
         at.query_params["session"] = session_id

@@ -73,7 +73,7 @@ def test_failures_become_messages_and_resume_retries(
         sid = svc.create_session(POWER8_IDEA, session_id="fails")
     at = app()
     at.query_params["session"] = sid
-    at.switch_page("pages/run.py").run()
+    at.switch_page("views/run.py").run()
     at.button(key="resume").click().run()
     poll(at, lambda a: bool(a.error))
     message = at.error[0].value
@@ -133,18 +133,18 @@ def test_pages_while_a_run_is_in_progress(sessions: Path) -> None:
 
     backend.worker.submit(sid, "run", slow_run)
     try:
-        at = app(sid, "pages/run.py")
+        at = app(sid, "views/run.py")
         assert shows(at, "runs in the background")
         assert at.status[0].label.startswith("Running ·")
-        at.switch_page("pages/gate_1.py").run()
+        at.switch_page("views/gate_1.py").run()
         assert shows(at, "A run of this session is in progress")
         assert not [b for b in at.button if (b.key or "").startswith("approve_")]
-        at.switch_page("pages/sessions.py").run()
+        at.switch_page("views/sessions.py").run()
         row = at.dataframe[0].value.set_index("session").loc[sid]
         assert bool(row["running"])
         at.selectbox(key="sessions_pick").set_value(sid).run()
         assert at.button(key="delete").disabled
     finally:
         release.set()
-    at.switch_page("pages/run.py")
+    at.switch_page("views/run.py")
     poll(at, lambda a: shows(a, "Waiting at **Gate 1**"))

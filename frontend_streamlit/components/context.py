@@ -24,13 +24,13 @@ from haytham.worker import RunWorker, describe_error
 SESSION_PARAM = "session"
 SESSION_KEY = "selected_session"
 PAGES = {
-    "new": "pages/new_idea.py",
-    "run": "pages/run.py",
-    "verdict": "pages/verdict.py",
-    "stories": "pages/stories.py",
-    "fidelity": "pages/fidelity.py",
-    "sessions": "pages/sessions.py",
-    **{f"gate_{n}": f"pages/gate_{n}.py" for n in range(1, 5)},
+    "new": "views/new_idea.py",
+    "run": "views/run.py",
+    "verdict": "views/verdict.py",
+    "stories": "views/stories.py",
+    "fidelity": "views/fidelity.py",
+    "sessions": "views/sessions.py",
+    **{f"gate_{n}": f"views/gate_{n}.py" for n in range(1, 5)},
 }
 T = TypeVar("T")
 
@@ -56,25 +56,8 @@ def settings() -> Settings:
     return load_settings()
 
 
-def _through_navigation() -> None:
-    """Rerun through ``app.py`` if this page was started without it.
-
-    With a ``pages/`` folder next to ``app.py``, Streamlit starts a fresh server in its legacy
-    multipage mode: a page opened by URL (``/run?session=…``) runs alone, without ``app.py``'s
-    ``st.navigation``. Leaving that mode once makes every later run go through ``app.py``.
-    (AppTest resets the mode before every run; there a rerun would only drop the click.)
-    """
-    from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def backend() -> Backend:
     """The cached service and worker for the current settings; stops the page on bad settings."""
-    _through_navigation()
     try:
         current = settings()
     except HaythamError as exc:
