@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from haytham.schemas.anchor import ConceptAnchor
+from haytham.schemas.envelope import StageOutput
 from haytham.validate.common import (
     DESCRIPTIVE,
     Context,
@@ -73,6 +75,23 @@ def _floor(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Findin
     return found
 
 
+def _targets(
+    anchor: ConceptAnchor, vecs: SessionVectors, out: StageOutput
+) -> list[tuple[str | None, str, np.ndarray]]:
+    """(invariant property or None for an identity feature, its text, its vector) for every
+    invariant the stage does not override and every identity feature."""
+    overridden = overridden_names(out)
+    targets: list[tuple[str | None, str, np.ndarray]] = [
+        (inv.property, invariant_text(inv), vecs.invariants[inv.property])
+        for inv in anchor.invariants
+        if not mentions_invariant(overridden, inv.property)
+    ]
+    targets += [
+        (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
+    ]
+    return targets
+
+
 def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
     anchor = ctx.snap.anchor
     if anchor is None:
@@ -87,16 +106,7 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
         if not segs:
             continue
         matrix = sv.included
-        overridden = overridden_names(out)
-        targets = [
-            (inv.property, invariant_text(inv), vecs.invariants[inv.property])
-            for inv in anchor.invariants
-            if not mentions_invariant(overridden, inv.property)
-        ]
-        targets += [
-            (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
-        ]
-        for prop, text, vec in targets:
+        for prop, text, vec in _targets(anchor, vecs, out):
             sims = matrix @ vec
             best = int(np.argmax(sims))
             score = float(sims[best])
@@ -125,15 +135,7 @@ def _scoped_out(ctx: Context, vecs: SessionVectors) -> list[Finding]:
     assert ctx.embedder is not None
     items = [f"{i.title}. {i.description}".strip(" .") for i in scope.out_of_scope]
     item_vecs = ctx.embedder.encode(items)
-    overridden = overridden_names(out)
-    targets = [
-        (inv.property, invariant_text(inv), vecs.invariants[inv.property])
-        for inv in anchor.invariants
-        if not mentions_invariant(overridden, inv.property)
-    ]
-    targets += [
-        (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
-    ]
+    targets = _targets(anchor, vecs, out)
     goals = vecs.non_goals if vecs.non_goals is not None else np.zeros((0, item_vecs.shape[1]))
     found: list[Finding] = []
     for item, iv in zip(scope.out_of_scope, item_vecs, strict=True):
