@@ -83,8 +83,9 @@ def test_api_keys_are_never_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_dotenv_keys_reach_process_env_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-env")
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what load_settings exports is undone
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ["OPENAI_API_KEY"] = "sk-real-env"
     dotenv = write_env(tmp_path, "ANTHROPIC_API_KEY=sk-dotenv-secret\nOPENAI_API_KEY=sk-other\n")
     settings = load_settings(dotenv=dotenv)
     assert os.environ["ANTHROPIC_API_KEY"] == "sk-dotenv-secret"
@@ -98,9 +99,10 @@ def test_dotenv_switches_reach_the_modules_that_read_the_environment(
     from haytham.validate import ValidatorSettings
     from haytham.verify.config import VerifyConfig
 
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what load_settings exports is undone
     for var in ("HAYTHAM_BLOCKING_VALIDATORS", "HAYTHAM_MAX_REWORK_ROUNDS", "HAYTHAM_PROVIDER"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HAYTHAM_EMBEDDINGS", "off")
+        os.environ.pop(var, None)
+    os.environ["HAYTHAM_EMBEDDINGS"] = "off"
     dotenv = write_env(
         tmp_path,
         "HAYTHAM_BLOCKING_VALIDATORS=appetite\nHAYTHAM_MAX_REWORK_ROUNDS=1\n"

@@ -202,7 +202,7 @@ def test_evaluations_page_lists_reports(
 ) -> None:
     from streamlit.testing.v1 import AppTest
 
-    page = Path(__file__).parent.parent / "frontend_streamlit" / "pages" / "evaluations.py"
+    page = Path(__file__).parent.parent / "frontend_streamlit" / "views" / "evaluations.py"
     monkeypatch.setenv("HAYTHAM_REPORTS_DIR", str(runs["reports"]))
     at = AppTest.from_file(str(page), default_timeout=60).run()
     assert not at.exception
