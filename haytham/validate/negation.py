@@ -50,34 +50,37 @@ def negated_at(clause: str, start: int, end: int) -> bool:
     return bool(_PRE_CUES.search(before) or _POST_CUES.search(after))
 
 
+def _normalized_clauses(text: str) -> list[str]:
+    """Every clause of every sentence of ``text``, normalized."""
+    return [c for sentence in sentences(text) for c in clauses(normalize(sentence))]
+
+
+def _has_cue(text: str) -> bool:
+    return bool(_PRE_CUES.search(text) or _POST_CUES.search(text))
+
+
+def _matching_clauses(text: str, pattern: re.Pattern[str], *, negated: bool) -> list[str]:
+    """Clauses where some match of ``pattern`` is negated (``negated=True``) or affirmed."""
+    return [
+        clause
+        for clause in _normalized_clauses(text)
+        if any(negated_at(clause, m.start(), m.end()) == negated for m in pattern.finditer(clause))
+    ]
+
+
 def affirmed_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
     """Clauses of ``text`` where ``pattern`` (run on normalized text) matches and is not negated."""
-    hits: list[str] = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            for m in pattern.finditer(clause):
-                if not negated_at(clause, m.start(), m.end()):
-                    hits.append(clause)
-                    break
-    return hits
+    return _matching_clauses(text, pattern, negated=False)
 
 
 def negated_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
     """Clauses of ``text`` where ``pattern`` matches but is negated ("no real-time")."""
-    hits: list[str] = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            for m in pattern.finditer(clause):
-                if negated_at(clause, m.start(), m.end()):
-                    hits.append(clause)
-                    break
-    return hits
+    return _matching_clauses(text, pattern, negated=True)
 
 
 def is_negated_sentence(sentence: str) -> bool:
     """True when a negation cue occurs anywhere in the sentence (used for polarity only)."""
-    norm = normalize(sentence)
-    return bool(_PRE_CUES.search(norm) or _POST_CUES.search(norm))
+    return _has_cue(normalize(sentence))
 
 
 def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
@@ -88,27 +91,21 @@ def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
     """
     pre, post = (_STRONG_PRE, _STRONG_POST) if strong else (_PRE_CUES, _POST_CUES)
     out: set[str] = set()
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            if pre.search(clause) or post.search(clause):
-                # keep the words before a pre-cue only ("patients do not join live" keeps
-                # "patients"); a copula before the cue ("real-time is not needed") or a post-cue
-                # in the head negates the head too
-                cue = pre.search(clause)
-                head = clause[: cue.start()] if cue else ""
-                if post.search(head) or _COPULA_END.search(head):
-                    head = ""
-                out |= term_set(head)
-                continue
-            out |= term_set(clause)
+    for clause in _normalized_clauses(text):
+        cue = pre.search(clause)
+        if cue or post.search(clause):
+            # keep the words before a pre-cue only ("patients do not join live" keeps
+            # "patients"); a copula before the cue ("real-time is not needed") or a post-cue
+            # in the head negates the head too
+            head = clause[: cue.start()] if cue else ""
+            if post.search(head) or _COPULA_END.search(head):
+                head = ""
+            out |= term_set(head)
+            continue
+        out |= term_set(clause)
     return out
 
 
 def affirmed_clauses(text: str) -> list[str]:
     """Normalized clauses of ``text`` that carry no negation cue at all."""
-    out = []
-    for sentence in sentences(text):
-        for clause in clauses(normalize(sentence)):
-            if not (_PRE_CUES.search(clause) or _POST_CUES.search(clause)):
-                out.append(clause)
-    return out
+    return [clause for clause in _normalized_clauses(text) if not _has_cue(clause)]
