@@ -146,7 +146,7 @@ def test_anchor_round_trips_and_renders_every_invariant_untruncated(anchor):
     assert again == anchor and again.render() == anchor.render()
     text = anchor.render()
     for inv in anchor.invariants:
-        assert f"- {inv.property} = {inv.value} " in text
+        assert f"- {inv.id} {inv.property}" in text and f"= {inv.value} (source:" in text
     assert [i.property for i in anchor.open_ambiguities()] == [
         i.property for i in anchor.invariants if i.confidence < AMBIGUITY_THRESHOLD
     ]

@@ -212,8 +212,7 @@ class StageRunner:
                     offers_tools=spec.slug == "market-context",
                 )
                 output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
-                output = spec.finalize(output, view)
-                problems = spec.check(output, view)
+                output, problems = spec.complete(output, view)
                 if not problems:
                     break
                 self.files.append_event(

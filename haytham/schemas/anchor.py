@@ -9,16 +9,50 @@ from __future__ import annotations
 import builtins
 import math
 import re
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.errors import InputError
 from haytham.schemas.base import TolerantModel
+from haytham.schemas.traits import parse_trait_ref
 
 AMBIGUITY_THRESHOLD = 0.7
 ANCHOR_TOKEN_BUDGET = 500
 REQUIRED_PROPERTIES = ("access_model", "interaction_model", "session_medium")
+
+InvariantKind = Literal[
+    "access",
+    "interaction",
+    "medium",
+    "cadence",
+    "deployment",
+    "exchange",
+    "role",
+    "structure",
+    "data",
+    "other",
+]
+"""What an invariant is about; checks pick invariants by kind, never by their property name."""
+Polarity = Literal["requires", "forbids"]
+"""``requires``: the product must have/do the value. ``forbids``: it must never have/do it."""
+
+_ID = re.compile(r"^\s*(?:inv)?[\s_\-#]*0*(\d+)\s*$", re.IGNORECASE)
+_POLARITY_ALIASES = {
+    "forbid": "forbids",
+    "forbidden": "forbids",
+    "must_not": "forbids",
+    "never": "forbids",
+    "excludes": "forbids",
+    "exclude": "forbids",
+    "prohibits": "forbids",
+    "negative": "forbids",
+    "require": "requires",
+    "required": "requires",
+    "must": "requires",
+    "positive": "requires",
+}
 
 
 def estimate_tokens(text: str) -> int:
@@ -40,11 +74,34 @@ class Intent(TolerantModel):
     )
 
 
-class Invariant(TolerantModel):
-    """A property every later stage must honour (or explicitly override with a reason)."""
+def invariant_id(n: int) -> str:
+    return f"INV-{n}"
 
+
+class Invariant(TolerantModel):
+    """A property every later stage must honour (or explicitly override with a reason).
+
+    ``id`` is assigned by code (``INV-1``…, stable once given); later stages reference it in
+    ``carries`` / ``honours_exclusion``. ``kind`` and ``polarity`` tell the checks what kind of
+    promise it is; ``trait`` pins a system trait when the invariant fixes one.
+    """
+
+    id: SkipJsonSchema[str] = Field(default="", description="INV-n, assigned by code.")
     property: str = Field(min_length=1, description="snake_case name, e.g. access_model.")
+    kind: InvariantKind = Field(default="other", description="What the invariant is about.")
+    polarity: Polarity = Field(
+        default="requires",
+        description="requires: the product must have/do the value; forbids: it must never.",
+    )
     value: str = Field(min_length=1, description="The required value or condition.")
+    trait: str | None = Field(
+        default=None,
+        description=(
+            "Only when the invariant fixes a system trait: '<trait>=<value>' from the "
+            "system-traits vocabulary, e.g. 'auth=invite_only', 'realtime=true', "
+            "'deployment=air_gapped', 'payments=none', 'communication=video'."
+        ),
+    )
     source: str = Field(min_length=1, description="Exact quote or close paraphrase of the idea.")
     confidence: float = Field(
         ge=0.0, le=1.0, description="Extraction confidence; < 0.7 = ambiguous."
@@ -69,6 +126,38 @@ class Invariant(TolerantModel):
     @classmethod
     def _none_is_empty(cls, v: object) -> object:
         return [] if v is None else v
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _near_kind(cls, v: object) -> object:
+        """A near-miss kind ("Access model", "timing") maps to the closest kind, else other."""
+        if not isinstance(v, str):
+            return "other" if v is None else v
+        key = _snake(v)
+        kinds = get_args(InvariantKind)
+        if key in kinds:
+            return key
+        return next((k for k in kinds if key.startswith(k) or k in key.split("_")), "other")
+
+    @field_validator("polarity", mode="before")
+    @classmethod
+    def _near_polarity(cls, v: object) -> object:
+        if not isinstance(v, str):
+            return "requires" if v is None else v
+        key = _snake(v)
+        return key if key in ("requires", "forbids") else _POLARITY_ALIASES.get(key, "requires")
+
+    @field_validator("trait", mode="before")
+    @classmethod
+    def _near_trait(cls, v: object) -> object:
+        """``Auth: Invite-only`` → ``auth=invite_only``; anything outside the vocabulary → None."""
+        ref = parse_trait_ref(v)
+        return None if ref is None else f"{ref[0]}={ref[1]}"
+
+    @builtins.property
+    def trait_ref(self) -> tuple[str, str] | None:
+        """(trait, value) this invariant pins, or None."""
+        return parse_trait_ref(self.trait)
 
     @field_validator("clarification_options")
     @classmethod
@@ -98,7 +187,11 @@ class Invariant(TolerantModel):
     def resolved(self, choice: str, *, by_user: bool) -> Invariant:
         """This invariant with ``choice`` applied as in ADR-022 1c."""
         return Invariant(
+            id=self.id,
             property=self.property,
+            kind=self.kind,
+            polarity=self.polarity,
+            trait=self.trait,
             value=choice,
             source=self.source,
             confidence=1.0,
@@ -130,6 +223,27 @@ class ConceptAnchor(TolerantModel):
             seen.add(inv.property)
         return self
 
+    @model_validator(mode="after")
+    def _assign_ids(self) -> ConceptAnchor:
+        """Keep every well-formed unique ``INV-n``; number the rest after the highest one."""
+        taken: set[str] = set()
+        keep: list[bool] = []
+        for inv in self.invariants:
+            m = _ID.match(inv.id) if inv.id else None
+            canonical = invariant_id(int(m.group(1))) if m else ""
+            ok = bool(canonical) and canonical not in taken
+            if ok:
+                taken.add(canonical)
+                inv.id = canonical
+            keep.append(ok)
+        n = max((int(i[4:]) for i in taken), default=0)
+        for inv, ok in zip(self.invariants, keep, strict=True):
+            if not ok:
+                n += 1
+                inv.id = invariant_id(n)
+                taken.add(inv.id)
+        return self
+
     def as_extracted(self) -> ConceptAnchor:
         """This anchor with every reviewer-only flag cleared (a model cannot set them)."""
         invs = [
@@ -140,12 +254,31 @@ class ConceptAnchor(TolerantModel):
 
     # -- queries ---------------------------------------------------------------------------
     def invariant(self, prop: str) -> Invariant:
-        key = _snake(prop)
-        for inv in self.invariants:
-            if inv.property == key:
-                return inv
-        names = ", ".join(i.property for i in self.invariants)
+        """The invariant named ``prop`` (property name or id)."""
+        found = self.resolve_ref(prop)
+        if found is not None:
+            return found
+        names = ", ".join(f"{i.id} {i.property}" for i in self.invariants)
         raise InputError(f"No invariant named {prop!r}; the anchor has: {names}.")
+
+    def resolve_ref(self, ref: object) -> Invariant | None:
+        """The invariant a model meant by ``ref``: an id in any spelling ("inv-01", "INV 1",
+        "1"), the property name, or "INV-1 access_model" / "access_model: closed"; else None."""
+        if not isinstance(ref, str | int) or isinstance(ref, bool):
+            return None
+        text = str(ref).strip()
+        exact = next((i for i in self.invariants if i.property == _snake(text)), None)
+        if exact is not None:
+            return exact
+        m = _ID.match(text) or re.match(r"\s*inv[\s_\-#]*0*(\d+)\b", text, re.IGNORECASE)
+        if m is not None:
+            want = invariant_id(int(m.group(1)))
+            return next((i for i in self.invariants if i.id == want), None)
+        key = _snake(re.split(r"[:=(\u2014\u2013]| - ", text, maxsplit=1)[0])
+        return next((i for i in self.invariants if i.property == key), None)
+
+    def ids(self) -> list[str]:
+        return [i.id for i in self.invariants]
 
     def open_ambiguities(self) -> list[Invariant]:
         return [i for i in self.invariants if i.is_ambiguous]
@@ -220,7 +353,15 @@ class ConceptAnchor(TolerantModel):
                 tag = " [auto-resolved to the first option; not confirmed by the founder]"
             elif inv.is_ambiguous:
                 tag = f" [AMBIGUOUS, {round(inv.confidence * 100)}% confident: {inv.ambiguity}]"
-            lines.append(f'- {inv.property} = {inv.value} (source: "{inv.source}"){tag}')
+            marks = [
+                m
+                for m in (inv.kind, inv.polarity, inv.trait)
+                if m not in ("other", "requires", None)
+            ]
+            mark = f" [{', '.join(marks)}]" if marks else ""
+            lines.append(
+                f'- {inv.id} {inv.property}{mark} = {inv.value} (source: "{inv.source}"){tag}'
+            )
         if self.identity:
             lines.append("Identity (do not genericize):")
             lines += [

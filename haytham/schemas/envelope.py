@@ -24,8 +24,35 @@ class Claim(TolerantModel):
     evidence: str | None = Field(default=None, description="URL, tool result or reasoning.")
 
 
+def _as_list(v: object) -> object:
+    """A weak model's single reference ("INV-1", or "INV-1, INV-3") or null as a list."""
+    if v is None:
+        return []
+    if isinstance(v, str | int) and not isinstance(v, bool):
+        return [p.strip() for p in str(v).split(",") if p.strip()]
+    return v
+
+
+class Traceable(TolerantModel):
+    """An item that says which anchor invariants it delivers (ADR-022 traceability by id).
+
+    ``carries`` lists ``INV-n`` ids; code maps near-misses (``inv-01``, the property name) to
+    the anchor's ids after parsing, and only an id that matches no invariant is a problem.
+    """
+
+    carries: list[str] = Field(
+        default_factory=list,
+        description="Ids of the anchor invariants (INV-n) this item delivers or keeps true.",
+    )
+
+    @field_validator("carries", mode="before")
+    @classmethod
+    def _listify(cls, v: object) -> object:
+        return _as_list(v)
+
+
 class InvariantOverride(TolerantModel):
-    invariant: str = Field(description="The invariant's property name.")
+    invariant: str = Field(description="The invariant's id (INV-n) or property name.")
     reason: str = Field(min_length=1)
     user_impact: str = Field(default="", description="What the founder should know.")
 

@@ -6,15 +6,19 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.stages.base import Phase, StageSpec, StageView
 
 
-class Decision(TolerantModel):
+class Decision(Traceable):
     id: str = Field(
         pattern=r"^DEC-[A-Z0-9]+-\d{3}$", description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001"
     )
     title: str
+    component: str = Field(
+        default="",
+        description="The part of the system it applies to (same names as the stories use).",
+    )
     decision: str
     serves: list[str] = Field(min_length=1, description="CAP ids served.")
     alternatives: list[str] = Field(default_factory=list, max_length=4)

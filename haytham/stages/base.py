@@ -14,6 +14,7 @@ from pathlib import Path
 
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
+from haytham.stages.trace import resolve_refs
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
 
@@ -81,3 +82,10 @@ class StageSpec:
 
     def prompt(self) -> str:
         return self.prompt_path.read_text(encoding="utf-8")
+
+    def complete(self, output: StageOutput, view: StageView) -> tuple[StageOutput, list[str]]:
+        """What code does to every parsed answer: repair invariant references, derive fields
+        (``finalize``), then list the mechanical problems that earn one re-ask (``check``)."""
+        output, problems = resolve_refs(output, view.anchor)
+        output = self.finalize(output, view)
+        return output, problems + self.check(output, view)

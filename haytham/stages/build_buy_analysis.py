@@ -7,11 +7,12 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.traits import ItemDeployment, near_value
 from haytham.stages.base import Phase, StageSpec, StageView
 
 
-class BuildBuyItem(TolerantModel):
+class BuildBuyItem(Traceable):
     need: str
     recommendation: Literal["BUILD", "BUY", "HYBRID"]
     service: str = Field(default="", description="Named service/product when BUY or HYBRID.")
@@ -21,6 +22,24 @@ class BuildBuyItem(TolerantModel):
         default_factory=list,
         description="Trait tags this choice relies on, e.g. realtime, video, open_registration.",
     )
+    deployment: ItemDeployment | None = Field(
+        default=None,
+        description=(
+            "Where this component runs: hosted (a vendor's or cloud servers), on_prem (servers "
+            "we or the customer run), device (on the user's device, e.g. a library)."
+        ),
+    )
+    needs_network: bool | None = Field(
+        default=None, description="Whether it needs a network connection to work."
+    )
+
+    @field_validator("deployment", mode="before")
+    @classmethod
+    def _near_deployment(cls, v: object) -> object:
+        if v is None or v == "":
+            return None
+        mapped = near_value("deployment", v)
+        return {"air_gapped": "on_prem"}.get(mapped, mapped) if mapped else v
 
     @field_validator("recommendation", mode="before")
     @classmethod

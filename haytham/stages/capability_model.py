@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.stages.base import Phase, StageSpec, StageView
 
 
-class Capability(TolerantModel):
+class Capability(Traceable):
     id: str = Field(pattern=r"^CAP-F-\d{3}$", description="CAP-F-001, …")
     name: str
     description: str = ""
@@ -18,7 +18,7 @@ class Capability(TolerantModel):
     acceptance_criteria: list[str] = Field(default_factory=list, max_length=6)
 
 
-class NonFunctional(TolerantModel):
+class NonFunctional(Traceable):
     id: str = Field(pattern=r"^CAP-NF-\d{3}$", description="CAP-NF-001, …")
     name: str
     description: str = ""

@@ -7,16 +7,28 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import StageOutput, Traceable, _as_list
 from haytham.stages.base import Phase, StageSpec, StageView
 
 Appetite = Literal["small", "medium", "large"]
 
 
-class ScopeItem(TolerantModel):
+class ScopeItem(Traceable):
     id: str = Field(pattern=r"^SCOPE-\d+$", description="SCOPE-1, SCOPE-2, …")
     title: str
     description: str = ""
+    honours_exclusion: list[str] = Field(
+        default_factory=list,
+        description=(
+            "OUT items only: ids of the invariants (INV-n) this exclusion honours, e.g. "
+            "'Open registration: out' honours the closed-access invariant."
+        ),
+    )
+
+    @field_validator("honours_exclusion", mode="before")
+    @classmethod
+    def _listify_honours(cls, v: object) -> object:
+        return _as_list(v)
 
 
 class UserFlow(TolerantModel):

@@ -12,13 +12,13 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.stages.base import Phase, StageSpec, StageView
 
 APPETITE_BOUNDS = {"small": 8, "medium": 15, "large": 25}
 
 
-class Story(TolerantModel):
+class Story(Traceable):
     id: str = Field(pattern=r"^STORY-\d{3}$", description="STORY-001, …")
     title: str
     description: str = ""

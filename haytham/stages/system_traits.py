@@ -6,53 +6,81 @@ trait-propagation validator checks later stages against.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field, computed_field
+from pydantic import Field, computed_field, field_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.traits import (
+    Auth,
+    Communication,
+    DataLayer,
+    Deployment,
+    Interface,
+    Payments,
+    Scheduling,
+    near_value,
+)
 from haytham.stages.base import Phase, StageSpec
 
 
-class InterfaceTrait(TolerantModel):
-    value: Literal["web", "mobile", "cli", "api", "desktop", "web_and_mobile"]
+class _Trait(TolerantModel):
+    """One trait: a value from :mod:`haytham.schemas.traits` (near-misses mapped) + why."""
+
+    TRAIT: ClassVar[str] = ""
     explanation: str = ""
 
-
-class AuthTrait(TolerantModel):
-    value: Literal["none", "invite_only", "open_registration", "sso", "api_key"]
-    explanation: str = ""
-
-
-class DeploymentTrait(TolerantModel):
-    value: Literal["cloud", "serverless", "self_hosted", "local", "app_store"]
-    explanation: str = ""
+    @field_validator("value", mode="before", check_fields=False)
+    @classmethod
+    def _near(cls, v: object) -> object:
+        mapped = near_value(cls.TRAIT, v) if isinstance(v, str | bool) else None
+        if cls.TRAIT == "realtime" and mapped is not None:
+            return mapped == "true"
+        return mapped if mapped is not None else v
 
 
-class DataLayerTrait(TolerantModel):
-    value: Literal["relational", "document", "files", "embedded", "none"]
-    explanation: str = ""
+class InterfaceTrait(_Trait):
+    TRAIT: ClassVar[str] = "interface"
+    value: Interface
 
 
-class RealtimeTrait(TolerantModel):
+class AuthTrait(_Trait):
+    TRAIT: ClassVar[str] = "auth"
+    value: Auth
+
+
+class DeploymentTrait(_Trait):
+    TRAIT: ClassVar[str] = "deployment"
+    value: Deployment = Field(
+        description="hosted (cloud/SaaS), on_prem (customer's servers), air_gapped (no network "
+        "at all), device (runs on the user's device)."
+    )
+
+
+class DataLayerTrait(_Trait):
+    TRAIT: ClassVar[str] = "data_layer"
+    value: DataLayer
+
+
+class RealtimeTrait(_Trait):
+    TRAIT: ClassVar[str] = "realtime"
     value: bool = Field(description="true when users must see each other's actions live.")
-    explanation: str = ""
 
 
-class CommunicationTrait(TolerantModel):
-    value: Literal["none", "email", "in_app", "push", "sms", "video", "audio", "chat"]
-    explanation: str = ""
+class CommunicationTrait(_Trait):
+    TRAIT: ClassVar[str] = "communication"
+    value: Communication
 
 
-class PaymentsTrait(TolerantModel):
-    value: Literal["none", "one_time", "subscription", "marketplace"]
-    explanation: str = ""
+class PaymentsTrait(_Trait):
+    TRAIT: ClassVar[str] = "payments"
+    value: Payments
 
 
-class SchedulingTrait(TolerantModel):
-    value: Literal["none", "calendar", "reminders", "background_jobs"]
-    explanation: str = ""
+class SchedulingTrait(_Trait):
+    TRAIT: ClassVar[str] = "scheduling"
+    value: Scheduling
 
 
 class SystemTraits(TolerantModel):
@@ -76,7 +104,13 @@ class SystemTraits(TolerantModel):
             "communication": self.communication.value,
             "payments": self.payments.value != "none",
             "scheduling": self.scheduling.value != "none",
+            "deployment": self.deployment.value,
         }
+
+    def value_of(self, trait: str) -> str:
+        """A trait's value as the shared vocabulary writes it (realtime as ``true``/``false``)."""
+        value = getattr(self, trait).value
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 class SystemTraitsOutput(StageOutput):

@@ -353,7 +353,7 @@ def _refinalize(
         anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
         appetite=state.get("appetite"),
     )
-    dumped = spec.finalize(spec.output_model.model_validate(raw), view).model_dump(mode="json")
+    dumped = spec.complete(spec.output_model.model_validate(raw), view)[0].model_dump(mode="json")
     for name, items in (raw.get("payload") or {}).items():
         if isinstance(items, list) and name in dumped.get("payload", {}):
             warnings = {
