@@ -1,7 +1,6 @@
 """Calibrate and time the deterministic validators over the labelled drift cases (ADR-022 7c).
 
     .venv/bin/python benchmarks/validators.py                 # counts, thresholds, timings
-    .venv/bin/python benchmarks/validators.py --sweep         # + sweep of each embedding threshold
     .venv/bin/python benchmarks/validators.py --no-embeddings # lexical validators only
     .venv/bin/python benchmarks/validators.py --cases DIR     # another folder of labelled cases
     .venv/bin/python benchmarks/validators.py --cli-only      # only the fresh-process CLI timing
@@ -45,28 +44,11 @@ from haytham.validate import (  # noqa: E402
     run_validators,
 )
 from haytham.validate.calibration import Calibration, Case, load_cases, score  # noqa: E402
-from haytham.validate.model import EMBEDDING_CONTRADICTION, EMBEDDING_DIVERGENCE  # noqa: E402
 from haytham.validate.text import clear_caches  # noqa: E402
 
 DEFAULT_CASES = ROOT / "tests" / "fixtures" / "drift"
 DEFAULT_SESSION = DEFAULT_CASES / "power_of_8"
 CLI_TARGET_S = 3.0
-OFF = {
-    "dropped_threshold": -1.0,
-    "dropped_gap": 2.0,
-    "out_of_scope_threshold": 1.0,
-    "divergence_floor": -1.0,
-    "pair_floor": -1.0,
-    "opposition_topic_min": 1.0,
-}
-SWEEPS: dict[str, tuple[str, list[float]]] = {
-    "dropped_threshold": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45]),
-    "dropped_gap": (EMBEDDING_DIVERGENCE, [0.15, 0.2, 0.22, 0.25, 0.3, 0.35]),
-    "out_of_scope_threshold": (EMBEDDING_DIVERGENCE, [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]),
-    "divergence_floor": (EMBEDDING_DIVERGENCE, [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]),
-    "pair_floor": (EMBEDDING_CONTRADICTION, [0.2, 0.3, 0.4, 0.5]),
-    "opposition_topic_min": (EMBEDDING_CONTRADICTION, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
-}
 
 
 def _run_all(
@@ -97,26 +79,6 @@ def print_calibration(cal: Calibration, out: Callable[[str], None] = print) -> N
         out(f"missed: {', '.join(cal.missed)}")
     if cal.flagged:
         out(f"faithful but flagged: {', '.join(cal.flagged)}")
-
-
-def sweep(cases: list[Case], embedder: Embedder, base: ValidatorSettings) -> None:
-    """One embedding check at a time (the others switched off): faithful flags vs detections."""
-    print("\nThreshold sweep (one embedding check at a time, lexical validators ignored):")
-    for param, (validator, values) in SWEEPS.items():
-        print(f"  {param} ({validator}); current {getattr(base, param)}")
-        for value in values:
-            settings = base.model_copy(update={**OFF, param: value})
-            results = _run_all(cases, settings, embedder)
-            faithful = [r for c, r in results if c.drift is None]
-            drifted = [(c, r) for c, r in results if c.drift is not None]
-            flagged = sum(any(f.validator == validator for f in r.findings) for r in faithful)
-            caught = sum(any(f.validator == validator for f in r.findings) for _, r in drifted)
-            labelled = [(c, r) for c, r in drifted if validator in c.expected]
-            tp = sum(any(f.validator == validator for f in r.findings) for _, r in labelled)
-            print(
-                f"    {value:>5}: faithful flagged {flagged}/{len(faithful)}, drift cases "
-                f"flagged {caught}/{len(drifted)} (labelled for it: {tp}/{len(labelled)})"
-            )
 
 
 def reference_speed(embedder: Embedder) -> float:
@@ -262,7 +224,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--no-embeddings", action="store_true")
-    parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="cold runs per session (best kept)")
     parser.add_argument(
         "--threads",
@@ -312,8 +273,6 @@ def main(argv: list[str] | None = None) -> int:
         for name, value in settings.model_dump().items():
             if name not in ("blocking", "embeddings"):
                 print(f"  {name} = {value}")
-        if args.sweep and embedder is not None:
-            sweep(cases, embedder, settings)
         timings(cases, embedder, settings, max(1, args.repeat))
     print_cli_timing(args.session, max(1, args.repeat), cli_env)
     if settings.embeddings:
