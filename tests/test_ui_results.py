@@ -71,9 +71,9 @@ def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
     assert not at.exception
     assert shows(at, "No divergence curve for this session")
     matrix = at.dataframe[0].value
-    assert "access_model" in matrix.index
+    assert "INV-1 access_model" in matrix.index
     assert matrix.shape[1] == 10
-    assert set(matrix.loc["access_model"]) <= {"✓ honored", "· not mentioned"}
+    assert set(matrix.loc["INV-1 access_model"]) <= {"✓ honored", "· not mentioned"}
     cost = at.dataframe[1].value
     assert (cost["stage"] == "Story generation").any()
     with service() as svc:
@@ -95,12 +95,18 @@ def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_pat
     assert curve.loc["10 story-generation", "anchor"] == 0.6
 
     state = {
-        "anchor": {"invariants": [{"property": "group_structure"}, {"property": "session_medium"}]},
+        "anchor": {
+            "intent": {"goal": "Circles of eight"},
+            "invariants": [
+                {"property": p, "value": "v", "source": "s", "confidence": 1.0}
+                for p in ("group_structure", "session_medium")
+            ],
+        },
         "outputs": {
             "mvp-scope": {
                 "anchor_compliance": {
                     "invariants_preserved": ["group_structure"],
-                    "invariants_overridden": [{"invariant": "session_medium", "reason": "x"}],
+                    "invariants_overridden": [{"invariant": "INV-2", "reason": "x"}],
                 }
             },
             "capability-model": {"anchor_compliance": {}},
@@ -114,8 +120,8 @@ def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_pat
         },
     }
     matrix = compliance_matrix(state)
-    assert matrix.loc["group_structure"].tolist() == ["✓ honored", "✗ violated"]
-    assert matrix.loc["session_medium"].tolist() == ["↻ overridden", "· not mentioned"]
+    assert matrix.loc["INV-1 group_structure"].tolist() == ["✓ honored", "✗ violated"]
+    assert matrix.loc["INV-2 session_medium"].tolist() == ["↻ overridden", "· not mentioned"]
 
     summary = Path(tmp_path / "sessions" / finished / "summary.json")
     assert json.loads(summary.read_text())["divergence"] == {}

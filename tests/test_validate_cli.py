@@ -41,6 +41,7 @@ def test_json_by_session_id_and_by_copied_path(tmp_path: Path) -> None:
         "severity",
         "stage",
         "invariant",
+        "item",
         "message",
         "evidence",
     }

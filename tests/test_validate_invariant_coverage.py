@@ -1,4 +1,4 @@
-"""Invariant coverage: honoured, evidenced, not scoped out — or overridden with a reason."""
+"""Invariant coverage by id: carried, not scoped out, references resolve, overrides have reasons."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ def snap(name: str, tmp_path: Path) -> Snapshot:
     return load_snapshot(load_case(DRIFT / name, tmp_path).path)
 
 
-def found(s: Snapshot) -> list:
-    return run_validators(s, settings=LEX).by_validator("invariant_coverage")
+def found(s: Snapshot, *, info: bool = False) -> list:
+    fs = run_validators(s, settings=LEX).by_validator("invariant_coverage")
+    return fs if info else [f for f in fs if f.severity != "info"]
 
 
 def replace_output(s: Snapshot, slug: str, **update: object) -> Snapshot:
@@ -25,14 +26,38 @@ def replace_output(s: Snapshot, slug: str, **update: object) -> Snapshot:
     return Snapshot(s.idea, s.anchor, {**s.outputs, slug: out}, s.tool_calls)
 
 
+def replace_items(s: Snapshot, slug: str, key: str, items: list) -> Snapshot:
+    payload = s.outputs[slug].payload.model_copy(update={key: items})
+    return replace_output(s, slug, payload=payload)
+
+
 def test_power_of_8_group_structure_scoped_out(tmp_path: Path) -> None:
-    """ADR-022: 'Organizing users into groups' OUT of scope while compliance claims it preserved."""
+    """ADR-022: 'Organizing users into groups' OUT of scope while compliance claims it preserved:
+    no IN item carries INV-2 any more, whatever the stage's self-report says."""
     s = snap("power_of_8__group_structure_out", tmp_path)
     assert "group_structure" in s.outputs["mvp-scope"].anchor_compliance.invariants_preserved
-    fs = [f for f in found(s) if f.invariant == "group_structure"]
+    fs = [f for f in found(s) if f.invariant == "INV-2 group_structure"]
     assert fs and fs[0].stage == "mvp-scope"
-    assert "out of scope while claiming to preserve it" in fs[0].message
-    assert "Organizing users into groups" in fs[0].evidence
+    assert fs[0].message.startswith("no IN item of mvp-scope carries INV-2 group_structure")
+
+
+def test_an_out_item_that_carries_a_required_invariant_scopes_it_out(tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    scope = s.outputs["mvp-scope"].payload
+    out = scope.out_of_scope[0].model_copy(update={"carries": ["inv-2"], "honours_exclusion": []})
+    (f,) = found(replace_items(s, "mvp-scope", "out_of_scope", [out, *scope.out_of_scope[1:]]))
+    assert "puts INV-2 group_structure" in f.message and f.item == out.id
+
+
+def test_an_out_item_that_honours_an_exclusion_is_never_flagged(tmp_path: Path) -> None:
+    """ "Public registration — out" honours the closed-access invariant: praised, not flagged."""
+    s = snap("power_of_8", tmp_path)
+    scope = s.outputs["mvp-scope"].payload
+    honours = [o for o in scope.out_of_scope if o.honours_exclusion]
+    assert honours and "INV-1" in honours[0].honours_exclusion
+    both = honours[0].model_copy(update={"carries": ["INV-1"]})
+    others = [o for o in scope.out_of_scope if o.id != both.id]
+    assert found(replace_items(s, "mvp-scope", "out_of_scope", [both, *others])) == []
 
 
 def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
@@ -44,28 +69,55 @@ def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
         "web_quiz",
         "mobile_birdcount",
         "power_of_8__partial_stage6",
+        "web_quiz__override_question_format",
     ):
         assert found(snap(name, tmp_path)) == [], name
 
 
-def test_dropped_invariants_are_found(tmp_path: Path) -> None:
+def test_dropped_invariants_are_found_by_id(tmp_path: Path) -> None:
+    # (power_of_8__timing_dropped and market_homecooks__radius_dropped still carry the id while
+    # their text drops it: those are the embedding check's cases)
     cases = {
-        "power_of_8__timing_dropped": "timing_constraint",
-        "api_redact__audit_dropped": "audit_trail",
-        "market_homecooks__radius_dropped": "service_radius",
-        "web_quiz__no_text_format": "question_format",
-        "cli_planlint__pricing_api_online": "data_locality",
+        "api_redact__audit_dropped": "INV-6 audit_trail",
+        "power_of_8__no_orchestrator": "INV-3 orchestrator_role",
     }
-    for name, prop in cases.items():
+    for name, inv in cases.items():
         fs = found(snap(name, tmp_path))
-        assert any(f.invariant == prop and f.stage == "mvp-scope" for f in fs), name
+        assert any(f.invariant == inv and "carries" in f.message for f in fs), (name, fs)
 
 
-def test_silently_unaccounted_invariant(tmp_path: Path) -> None:
-    s = snap("power_of_8__no_orchestrator", tmp_path)
-    fs = [f for f in found(s) if f.invariant == "orchestrator_role"]
-    assert fs and fs[0].stage == "mvp-scope"
-    assert "neither preserves nor overrides" in fs[0].message or "silently drops" in fs[0].message
+def test_a_stage_without_traceability_is_left_to_the_semantic_check(tmp_path: Path) -> None:
+    """A model that ignored ``carries`` everywhere is not accused of dropping every invariant."""
+    s = snap("power_of_8", tmp_path)
+    stories = [
+        st.model_copy(update={"carries": []})
+        for st in s.outputs["story-generation"].payload.stories
+    ]
+    assert found(replace_items(s, "story-generation", "stories", stories)) == []
+    one = [stories[0].model_copy(update={"carries": ["INV-1"]}), *stories[1:]]
+    fs = found(replace_items(s, "story-generation", "stories", one))
+    assert {f.invariant for f in fs} >= {"INV-2 group_structure", "INV-3 orchestrator_role"}
+
+
+def test_unknown_references_are_reported(tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    caps = s.outputs["capability-model"].payload.functional
+    bad = caps[0].model_copy(update={"carries": [*caps[0].carries, "INV-9"]})
+    (f,) = found(replace_items(s, "capability-model", "functional", [bad, *caps[1:]]))
+    assert f.item == bad.id and "INV-9" in f.message
+
+
+def test_forbidden_thing_described_in_an_item_is_a_second_opinion(tmp_path: Path) -> None:
+    s = snap("cli_planlint", tmp_path)
+    assert s.anchor is not None and s.anchor.invariant("data_locality").polarity == "forbids"
+    caps = s.outputs["capability-model"].payload.functional
+    chatty = caps[0].model_copy(
+        update={"description": "Each run makes a network call to the pricing service."}
+    )
+    s2 = replace_items(s, "capability-model", "functional", [chatty, *caps[1:]])
+    assert found(s2) == []
+    (f,) = [f for f in found(s2, info=True) if f.item == chatty.id]
+    assert f.severity == "info" and f.invariant == "INV-4 data_locality"
 
 
 def test_override_with_reason_is_honoured(tmp_path: Path) -> None:
@@ -78,29 +130,21 @@ def test_override_without_reason_is_reported(tmp_path: Path) -> None:
     comp = comp.model_copy(
         update={
             "invariants_preserved": [p for p in comp.invariants_preserved if p != "session_medium"],
-            "invariants_overridden": [InvariantOverride(invariant="session_medium", reason="n/a")],
+            "invariants_overridden": [InvariantOverride(invariant="INV-5", reason="n/a")],
         }
     )
     (f,) = found(replace_output(s, "system-traits", anchor_compliance=comp))
-    assert f.invariant == "session_medium" and "without a real reason" in f.message
+    assert f.invariant == "INV-5 session_medium" and "without a real reason" in f.message
 
 
-def test_unlisted_invariant_in_a_how_stage(tmp_path: Path) -> None:
+def test_unlisted_invariant_in_a_how_stage_is_a_second_opinion(tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
     comp = s.outputs["build-buy-analysis"].anchor_compliance
     comp = comp.model_copy(update={"invariants_preserved": ["access_model"]})
-    fs = found(replace_output(s, "build-buy-analysis", anchor_compliance=comp))
+    s2 = replace_output(s, "build-buy-analysis", anchor_compliance=comp)
+    assert found(s2) == []
+    fs = found(s2, info=True)
     assert len(fs) == 5 and all("neither preserves nor overrides" in f.message for f in fs)
-
-
-def test_genericized_identity(tmp_path: Path) -> None:
-    fs = found(snap("power_of_8__async_wish_board", tmp_path))
-    assert any(
-        f.invariant is None
-        and "genericizes identity feature" in f.message
-        and "Synchronous group gathering" in f.message
-        for f in fs
-    )
 
 
 def test_self_reported_genericization(tmp_path: Path) -> None:
@@ -114,4 +158,4 @@ def test_self_reported_genericization(tmp_path: Path) -> None:
 
 def test_no_anchor_no_findings(tmp_path: Path) -> None:
     s = snap("power_of_8__group_structure_out", tmp_path)
-    assert found(Snapshot(s.idea, None, s.outputs, s.tool_calls)) == []
+    assert found(Snapshot(s.idea, None, s.outputs, s.tool_calls), info=True) == []

@@ -29,7 +29,7 @@ def test_power_of_8_realtime_false_vs_realtime_subscriptions(tmp_path: Path) -> 
     assert supabase[0].evidence.startswith("text:")  # found in prose: no requires tag was set
     assert any("DEC-REALTIME-001" in f.message for f in fs)
     traits = [f for f in fs if f.stage == "system-traits"]
-    assert traits[0].invariant == "interaction_model"
+    assert traits[0].invariant == "INV-4 interaction_model"
 
 
 def test_power_of_8_open_registration(tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ def test_power_of_8_open_registration(tmp_path: Path) -> None:
     fs = found(snap("power_of_8__open_registration", tmp_path))
     assert {f.stage for f in fs} == {"story-generation", "architecture-decisions"}
     assert all("open registration" in f.message for f in fs)
-    assert any(f.invariant == "access_model" for f in fs)
+    assert any(f.invariant == "INV-1 access_model" for f in fs)
 
 
 def test_faithful_sessions_are_clean(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_structured_tag_and_denied_realtime(tmp_path: Path) -> None:
     out = bb.model_copy(update={"payload": bb.payload.model_copy(update={"items": items})})
     s2 = Snapshot(s.idea, s.anchor, {**s.outputs, "build-buy-analysis": out}, s.tool_calls)
     (f,) = found(s2)  # anchor and traits both require realtime: one finding per item
-    assert "rules out realtime" in f.message and f.invariant == "interaction_model"
+    assert "rules out realtime" in f.message and f.invariant == "INV-2 interaction_model"
     # a payments tag under payments = none is a structured violation
     tagged = bb.payload.items[1].model_copy(update={"requires": ["billing"]})
     out = bb.model_copy(update={"payload": bb.payload.model_copy(update={"items": [tagged]})})
@@ -85,7 +85,7 @@ def test_structured_tag_and_denied_realtime(tmp_path: Path) -> None:
 
 def test_traits_contradict_synchronous_anchor(tmp_path: Path) -> None:
     fs = found(snap("web_quiz__realtime_false", tmp_path))
-    assert fs[0].stage == "system-traits" and fs[0].invariant == "interaction_model"
+    assert fs[0].stage == "system-traits" and fs[0].invariant == "INV-2 interaction_model"
     # the stages that still rely on realtime now contradict the (wrong) traits
     assert {f.stage for f in fs[1:]} == {
         "build-buy-analysis",
@@ -98,3 +98,48 @@ def test_post_validator_stage_filter(tmp_path: Path) -> None:
     s = snap("power_of_8__realtime_false_vs_subscriptions", tmp_path)
     fs = found(s, stages={"build-buy-analysis"})
     assert fs and {f.stage for f in fs} == {"build-buy-analysis"}
+
+
+def _with(s: Snapshot, slug: str, **payload_update: object) -> Snapshot:
+    out = s.outputs[slug]
+    new = out.model_copy(update={"payload": out.payload.model_copy(update=payload_update)})
+    return Snapshot(s.idea, s.anchor, {**s.outputs, slug: new}, s.tool_calls)
+
+
+def _pin(s: Snapshot, prop: str, trait: str, polarity: str = "requires") -> Snapshot:
+    assert s.anchor is not None
+    invs = [
+        i.model_copy(update={"trait": trait, "polarity": polarity}) if i.property == prop else i
+        for i in s.anchor.invariants
+    ]
+    return Snapshot(s.idea, s.anchor.model_copy(update={"invariants": invs}), s.outputs)
+
+
+def test_air_gapped_pin_vs_a_hosted_network_component(tmp_path: Path) -> None:
+    """An enum comparison, no prose: a hosted, network-needing item under deployment=air_gapped."""
+    s = _pin(snap("cli_planlint", tmp_path), "data_locality", "deployment=air_gapped")
+    traits = s.outputs["system-traits"].payload
+    s = _with(
+        s, "system-traits", deployment=traits.deployment.model_copy(update={"value": "device"})
+    )
+    fs = found(s)
+    assert [f.stage for f in fs] == ["system-traits"]
+    assert "sets deployment = device" in fs[0].message and fs[0].invariant.endswith("data_locality")
+    bb = s.outputs["build-buy-analysis"].payload
+    hosted = bb.items[0].model_copy(
+        update={"deployment": "hosted", "needs_network": True, "need": "Plan storage"}
+    )
+    fs = found(_with(s, "build-buy-analysis", items=[hosted, *bb.items[1:]]))
+    item = [f for f in fs if f.stage == "build-buy-analysis"]
+    assert len(item) == 1 and item[0].item == "Plan storage"
+    assert "relies on a network connection and relies on a hosted" in item[0].message
+    assert item[0].evidence == "needs_network = true; deployment = hosted"
+
+
+def test_forbidden_pin_is_checked_by_value(tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    s = _pin(s, "access_model", "auth=open_registration", polarity="forbids")
+    assert found(s) == []  # the faithful traits say invite_only
+    auth = s.outputs["system-traits"].payload.auth.model_copy(update={"value": "open_registration"})
+    fs = [f for f in found(_with(s, "system-traits", auth=auth)) if f.stage == "system-traits"]
+    assert len(fs) == 1 and "forbids auth=open_registration" in fs[0].message

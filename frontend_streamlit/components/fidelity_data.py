@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import STAGES
 
 MARKS = {
@@ -37,25 +38,31 @@ def compliance_matrix(state: dict[str, Any]) -> pd.DataFrame:
     """Invariants (rows) × stages that ran (columns): honored / overridden / violated / not
     mentioned, from each envelope's ``anchor_compliance``; verifier violations and validator
     findings naming an invariant mark it violated."""
-    anchor = state.get("anchor") or {}
-    names = [i["property"] for i in anchor.get("invariants", [])]
+    anchor = ConceptAnchor.model_validate(state["anchor"]) if state.get("anchor") else None
+    invariants = anchor.invariants if anchor is not None else []
+    names = [f"{i.id} {i.property}" for i in invariants]
     outputs = state.get("outputs") or {}
     violated: set[tuple[str, str]] = set()
+
+    def key(ref: object) -> str | None:
+        inv = anchor.resolve_ref(ref) if anchor is not None else None
+        return f"{inv.id} {inv.property}" if inv is not None else None
+
     for verification in (state.get("verifications") or {}).values():
         for v in verification.get("invariants_violated", []):
-            violated.add((v.get("invariant"), v.get("stage")))
+            violated.add((key(v.get("invariant")), v.get("stage")))
     for slug, findings in (state.get("validations") or {}).items():
         for f in findings:
-            if f.get("invariant"):
-                violated.add((f["invariant"], f.get("stage") or slug))
+            if f.get("invariant") and f.get("severity") != "info":
+                violated.add((key(f["invariant"]), f.get("stage") or slug))
     columns = {}
     for spec in STAGES:
         out = outputs.get(spec.slug)
         if out is None:
             continue
         report = out.get("anchor_compliance") or {}
-        kept = set(report.get("invariants_preserved", []))
-        changed = {o.get("invariant") for o in report.get("invariants_overridden", [])}
+        kept = {key(r) for r in report.get("invariants_preserved", [])}
+        changed = {key(o.get("invariant")) for o in report.get("invariants_overridden", [])}
         cells = []
         for name in names:
             if (name, spec.slug) in violated:

@@ -65,34 +65,47 @@ def verification(phase: Phase, state: dict[str, Any]) -> None:
 
 
 def validator_findings(phase: Phase, state: dict[str, Any]) -> None:
-    """Deterministic validators' findings and failed mechanical checks for the phase's stages."""
+    """Deterministic validators' findings and failed mechanical checks for the phase's stages.
+
+    Findings that need a decision (warning, blocking, failed checks) come first, each naming the
+    stage, the item, the invariant and why; prose-only second opinions (``info``) are folded away.
+    """
     st.subheader("Validator findings")
-    rows = []
+    rows, second = [], []
     for spec in phase_stages(phase):
         for f in (state.get("validations") or {}).get(spec.slug, []):
-            rows.append(
-                {
-                    "stage": spec.slug,
-                    "severity": f.get("severity", ""),
-                    "validator": f.get("validator", ""),
-                    "invariant": f.get("invariant"),
-                    "message": f.get("message", ""),
-                    "evidence": f.get("evidence", ""),
-                }
-            )
+            row = {
+                "stage": spec.slug,
+                "severity": f.get("severity", ""),
+                "item": f.get("item") or "",
+                "invariant": f.get("invariant") or "",
+                "why": f.get("message", ""),
+                "evidence": f.get("evidence", ""),
+                "validator": f.get("validator", ""),
+            }
+            (second if f.get("severity") == "info" else rows).append(row)
         for problem in ((state.get("stage_meta") or {}).get(spec.slug) or {}).get("problems", []):
             rows.append(
                 {
                     "stage": spec.slug,
                     "severity": "blocking",
-                    "validator": "stage check",
-                    "invariant": None,
-                    "message": problem,
+                    "item": "",
+                    "invariant": "",
+                    "why": problem,
                     "evidence": "",
+                    "validator": "stage check",
                 }
             )
-    if not rows:
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    else:
         ran = any(spec.slug in (state.get("validations") or {}) for spec in phase_stages(phase))
-        st.caption("No findings." if ran else "No validator has run on this phase yet.")
-        return
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.caption(
+            "No findings that need a decision."
+            if ran
+            else "No validator has run on this phase yet."
+        )
+    if second:
+        with st.expander(f"Second opinions from prose checks ({len(second)})"):
+            st.caption("Weak signals read from wording; they never block and need no decision.")
+            st.dataframe(pd.DataFrame(second), hide_index=True)

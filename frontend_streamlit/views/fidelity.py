@@ -25,10 +25,13 @@ if curve.empty:
         icon=":material/info:",
     )
 else:
-    st.line_chart(curve, x_label="stage", y_label="cosine similarity")
+    st.line_chart(curve, x_label="stage", y_label="score (0-1)")
     st.caption(
-        "Similarity of each stage's output to the original idea and to the concept "
-        "anchor; a falling curve means the spec is drifting."
+        "**fidelity**: how well each stage expresses the anchor's invariants and identity, "
+        "relative to how well the idea itself does (1.0 = as well as the idea); a falling "
+        "fidelity curve means the spec is drifting. **idea** / **anchor**: plain cosine "
+        "similarity of the stage's text to the idea and to the anchor (they fall for terse "
+        "stages too)."
     )
 
 st.subheader("Invariants × stages")
@@ -39,8 +42,8 @@ else:
     st.dataframe(matrix)
     st.caption(
         "From each stage's own anchor-compliance report; a verifier violation or a "
-        "validator finding naming the invariant marks it violated. “Not mentioned” may "
-        "mean the invariant was dropped."
+        "validator finding (warning or worse) naming the invariant marks it violated. "
+        "“Not mentioned” may mean the invariant was dropped."
     )
 
 st.subheader("Model calls and tokens per stage")

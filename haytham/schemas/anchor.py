@@ -191,7 +191,7 @@ class Invariant(TolerantModel):
             property=self.property,
             kind=self.kind,
             polarity=self.polarity,
-            trait=self.trait,
+            trait=self.trait if choice.strip() == self.value.strip() else None,
             value=choice,
             source=self.source,
             confidence=1.0,
@@ -310,6 +310,8 @@ class ConceptAnchor(TolerantModel):
             raise InputError("An invariant's value cannot be empty.")
         new = inv.model_copy(
             update={
+                # a pinned trait belonged to the old value; code cannot know the new one's
+                "trait": inv.trait if value.strip() == inv.value.strip() else None,
                 "value": value.strip(),
                 "confidence": 1.0,
                 "ambiguity": None,

@@ -217,7 +217,13 @@ class Calibration:
 
 
 def _fired(report: ValidationReport, name: str, stage: str | None) -> bool:
-    return any(f.validator == name and (stage is None or f.stage == stage) for f in report.findings)
+    """Whether ``name`` flagged (warning or worse) the case, about ``stage`` if given.
+
+    Second opinions (``info``) are not counted: they are not shown for a decision, so they
+    neither catch a drift nor flag a faithful session."""
+    return any(
+        f.validator == name and (stage is None or f.stage == stage) for f in report.flagged()
+    )
 
 
 def score(
@@ -230,7 +236,7 @@ def score(
     for case, report in results:
         if case.drift is None:
             cal.faithful_cases += 1
-            if report.findings:
+            if report.flagged():
                 cal.faithful_flagged += 1
                 cal.flagged.append(case.name)
             for v in validators:

@@ -9,11 +9,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from haytham.schemas.anchor import ConceptAnchor, Invariant
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import InvariantOverride, StageOutput
 from haytham.stages import STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
-from haytham.validate.negation import affirmed_matches
-from haytham.validate.text import normalize, snake
+from haytham.validate.text import snake
 
 if TYPE_CHECKING:
     from haytham.validate.embeddings import Embedder
@@ -63,85 +62,30 @@ def finding(
     stage: str | None,
     message: str,
     *,
-    invariant: str | None = None,
+    invariant: Invariant | str | None = None,
+    item: str | None = None,
     evidence: str = "",
+    info: bool = False,
 ) -> Finding:
-    """A warning-level finding; the runner raises it to blocking when the settings say so."""
+    """A warning (or, with ``info``, a second opinion); the runner raises warnings to blocking
+    when the settings say so."""
+    if isinstance(invariant, Invariant):
+        invariant = f"{invariant.id} {invariant.property}"
     return Finding(
         validator=validator,
-        severity="warning",
+        severity="info" if info else "warning",
         stage=stage,
         invariant=invariant,
+        item=item,
         message=message,
         evidence=evidence,
     )
 
 
 # -- anchor invariants -------------------------------------------------------------------------
-_ACCESS_NAMES = re.compile(
-    r"access|community|audience|user_?base|patient_?base|membership|registration|who_can|"
-    r"eligib|clientele|customer_?base|member"
-)
-_INTERACTION_NAMES = re.compile(r"interaction|synchron|realtime|real_time|participation_mode")
-_MEDIUM_NAMES = re.compile(r"medium|channel|modality")
-
-CLOSED_ACCESS = re.compile(
-    r"\b(?:closed|inviteonly|invite|invitation|invited|existing|private|internal|members? only|"
-    r"only (?:his|her|their|our|existing|current|registered|approved)|allow ?list|whitelist|"
-    r"approved|vetted|employees only|staff only|pre-?registered)\b"
-)
-OPEN_ACCESS = re.compile(
-    r"\b(?:open to (?:anyone|everyone|the public)|public|anyone|open registration)\b"
-)
-SYNC_VALUE = re.compile(
-    r"\b(?:synchronous|realtime|live|simultaneous(?:ly)?|at the same time|together at once)\b"
-)
-ASYNC_VALUE = re.compile(r"\b(?:asynchronous|async|at their own pace|offline|batch)\b")
-_REQUEST_RESPONSE = re.compile(
-    r"\b(?:request|response|http|rest|rpc|api calls?|command|batch|job|cli|webhook)s?\b"
-)
-AV_VALUE = re.compile(r"\b(?:video|audio|voice|call|calls|webrtc|zoom)\b")
-
-
 def resolved(inv: Invariant) -> bool:
     """Unresolved ambiguous invariants (confidence < 0.7, unclarified) drive no constraints."""
     return not inv.is_ambiguous or inv.user_clarified or inv.auto_resolved
-
-
-def invariant_kind(inv: Invariant) -> str | None:
-    """``access`` / ``interaction`` / ``medium`` for the ADR's required invariants, else None."""
-    name = inv.property
-    if _MEDIUM_NAMES.search(name):
-        return "medium"
-    if _INTERACTION_NAMES.search(name):
-        return "interaction"
-    if _ACCESS_NAMES.search(name):
-        return "access"
-    return None
-
-
-def access_closed(inv: Invariant) -> bool | None:
-    """True for a closed/invite-only access invariant, False for an open one, None if unclear."""
-    value = normalize(inv.value)
-    if re.search(r"\b(?:not|no) (?:open|public)\b", value) or CLOSED_ACCESS.search(value):
-        return True
-    if OPEN_ACCESS.search(value):
-        return False
-    return None
-
-
-def interaction_sync(inv: Invariant) -> bool | None:
-    """True for a synchronous/realtime interaction invariant, False for async, None if unclear."""
-    value = normalize(inv.value)
-    if re.search(r"\bno realtime\b|\brealtime (?:is )?not\b", value):
-        return False
-    if _REQUEST_RESPONSE.search(value) and not re.search(r"\b(?:realtime|live)\b", value):
-        return None  # "synchronous request/response" is about an API call, not live users
-    sync = bool(affirmed_matches(value, SYNC_VALUE))
-    asyn = bool(affirmed_matches(value, ASYNC_VALUE))
-    if sync != asyn:
-        return sync
-    return None
 
 
 def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:
@@ -168,9 +112,16 @@ def compliance_names(items: list[str]) -> set[str]:
     return out
 
 
-def overridden_names(out: StageOutput) -> set[str]:
-    """Normalised names of the invariants a stage overrides."""
-    return compliance_names([o.invariant for o in out.anchor_compliance.invariants_overridden])
+def override_for(ctx: Context, out: StageOutput, inv: Invariant) -> InvariantOverride | None:
+    """The stage's override of ``inv`` (named by id or property), if any."""
+    anchor = ctx.snap.anchor
+    for o in out.anchor_compliance.invariants_overridden:
+        named = anchor.resolve_ref(o.invariant) if anchor is not None else None
+        if named is not None and named.id == inv.id:
+            return o
+        if mentions_invariant(compliance_names([o.invariant]), inv.property):
+            return o
+    return None
 
 
 def mentions_invariant(names: set[str], prop: str) -> bool:
@@ -181,6 +132,66 @@ def mentions_invariant(names: set[str], prop: str) -> bool:
 
 def payload_items(payload: Any, key: str) -> Iterator[Any]:
     yield from getattr(payload, key, []) or []
+
+
+@dataclass(frozen=True)
+class Item:
+    """One traceable item of a descriptive stage, as the coverage checks see it."""
+
+    id: str
+    text: str
+    carries: tuple[str, ...]
+    honours: tuple[str, ...] = ()
+    out: bool = False  # an mvp-scope OUT-of-scope item
+
+
+_ITEM_LISTS: Mapping[str, tuple[tuple[str, bool], ...]] = MappingProxyType(
+    {
+        "mvp-scope": (("in_scope", False), ("out_of_scope", True)),
+        "capability-model": (("functional", False), ("non_functional", False)),
+        "story-generation": (("stories", False),),
+    }
+)
+
+
+def _item_text(item: Any) -> str:
+    parts = [getattr(item, k, "") for k in ("title", "name", "description", "user_flow")]
+    parts += list(getattr(item, "acceptance_criteria", []) or [])
+    return ". ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+
+
+def stage_items(ctx: Context, slug: str) -> list[Item]:
+    """The IN and OUT items of a descriptive stage, with their references resolved to ids."""
+    payload, anchor = ctx.payload(slug), ctx.snap.anchor
+    out: list[Item] = []
+    for key, is_out in _ITEM_LISTS.get(slug, ()):
+        for it in payload_items(payload, key):
+            out.append(
+                Item(
+                    id=str(getattr(it, "id", "")),
+                    text=_item_text(it),
+                    carries=resolve_ids(anchor, getattr(it, "carries", [])),
+                    honours=resolve_ids(anchor, getattr(it, "honours_exclusion", [])),
+                    out=is_out,
+                )
+            )
+    return out
+
+
+def traced(items: list[Item]) -> bool:
+    """Whether the stage uses traceability at all (a model may ignore the optional fields)."""
+    return any(i.carries or i.honours for i in items)
+
+
+def resolve_ids(anchor: ConceptAnchor | None, refs: Any) -> tuple[str, ...]:
+    """Canonical invariant ids for ``refs``; an unresolvable reference is kept as written."""
+    out: list[str] = []
+    for ref in refs or []:
+        inv = anchor.resolve_ref(ref) if anchor is not None else None
+        key = inv.id if inv is not None else str(ref)
+        if key not in out:
+            out.append(key)
+    return tuple(out)
 
 
 NEGATIVE_SPLIT = re.compile(

@@ -13,7 +13,8 @@ Limits, as the ADR states them: embedding similarity detects semantic *oppositio
 contradiction — "we need real-time" and "we don't need real-time" are close in embedding space,
 which is why polarity is read lexically; contradictions worded without a shared term, or spread
 over several sentences, are missed; a negation cue that is not about the shared term can raise a
-false alarm. Findings are warnings for the phase verifier to arbitrate, never proof.
+false alarm. Both signals read prose, so they are second opinions (``info``): shown folded away
+at the gate and given to the phase verifier, never a decision on their own.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def check(ctx: Context, vecs: SessionVectors) -> list[Finding]:
                     f"{b} and {a} barely describe the same system (similarity {sim:.2f} < "
                     f"{ctx.settings.pair_floor:.2f})",
                     evidence="document-level similarity",
+                    info=True,
                 )
             )
         sa, sb = va.included_segments, vb.included_segments
@@ -101,6 +103,7 @@ def check(ctx: Context, vecs: SessionVectors) -> list[Finding]:
                     f"{b} may contradict {a} about {term!r} (similar sentences, opposite "
                     f"polarity, similarity {float(sims[i, j]):.2f})",
                     evidence=f"{a}: {short(sa[i].text, 120)!r} | {b}: {short(sb[j].text, 120)!r}",
+                    info=True,
                 )
             )
             reported += 1

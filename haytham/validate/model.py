@@ -39,17 +39,33 @@ VALIDATOR_NAMES: tuple[str, ...] = (
 EMBEDDING_VALIDATORS = frozenset({EMBEDDING_DIVERGENCE, EMBEDDING_CONTRADICTION})
 
 
+Severity = Literal["info", "warning", "blocking"]
+"""``info``: a prose-only second opinion, shown folded away and never blocking; ``warning``:
+needs the reviewer's look at the gate; ``blocking``: a warning of a validator the settings make
+blocking (``HAYTHAM_BLOCKING_VALIDATORS``)."""
+
+
 class Finding(BaseModel):
     """One problem a validator found. ``stage`` is the subject: the stage that should change."""
 
     model_config = ConfigDict(frozen=True)
 
     validator: str
-    severity: Literal["warning", "blocking"]
+    severity: Severity
     stage: str | None = Field(description="Slug of the stage the finding is about, if any.")
-    invariant: str | None = Field(description="Anchor invariant property concerned, if any.")
+    invariant: str | None = Field(
+        description="Anchor invariant concerned, as 'INV-n property', if any."
+    )
+    item: str | None = Field(
+        default=None, description="The stage item concerned (SCOPE-3, CAP-F-002, STORY-004…)."
+    )
     message: str
     evidence: str = ""
+
+    @property
+    def needs_decision(self) -> bool:
+        """Whether a reviewer must look at it at the gate (info findings are second opinions)."""
+        return self.severity != "info"
 
 
 class ValidationReport(BaseModel):
@@ -67,6 +83,10 @@ class ValidationReport(BaseModel):
 
     def blocking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "blocking"]
+
+    def flagged(self) -> list[Finding]:
+        """Findings at warning or worse: what the gate shows for a decision."""
+        return [f for f in self.findings if f.needs_decision]
 
 
 @dataclass(frozen=True)
@@ -95,13 +115,6 @@ class ValidatorSettings(BaseModel):
 
     blocking: frozenset[str] = frozenset()
     embeddings: bool = True
-    # invariant_coverage (lexical)
-    evidence_min_fraction: float = Field(
-        default=0.34,
-        ge=0.0,
-        le=1.0,
-        description="Share of an invariant's key terms a stage must mention to evidence it.",
-    )
     # claim_consistency
     founder_support_min: float = Field(
         default=0.45,
@@ -115,30 +128,24 @@ class ValidatorSettings(BaseModel):
         le=1.0,
         description="Relative difference above which two statements of one quantity disagree.",
     )
-    # embedding_divergence
-    dropped_threshold: float = Field(
-        default=0.2,
-        ge=-1.0,
+    # embedding_divergence (ratios: a stage's best match for an anchor target / the idea's own)
+    ratio_floor: float = Field(
+        default=0.6,
+        ge=0.0,
         le=1.0,
-        description="Best sentence match below this → invariant/identity 'possibly dropped'.",
+        description="A target expressed less than this share as well as in the idea may be dropped.",
     )
-    dropped_gap: float = Field(
+    ratio_gap: float = Field(
         default=0.25,
         ge=0.0,
-        le=2.0,
-        description="Best match this far below the idea's own best match → 'possibly dropped'.",
-    )
-    out_of_scope_threshold: float = Field(
-        default=0.55,
-        ge=-1.0,
         le=1.0,
-        description="An OUT-of-scope item this similar to an invariant scopes it out.",
+        description="…and this far below the stage's median ratio (both: warning; one: info).",
     )
-    divergence_floor: float = Field(
-        default=0.55,
-        ge=-1.0,
+    stage_fidelity_floor: float = Field(
+        default=0.7,
+        ge=0.0,
         le=1.0,
-        description="A descriptive stage less similar than this to the anchor is reported.",
+        description="A descriptive stage whose mean ratio is below this may be genericized.",
     )
     # embedding_contradiction
     pair_floor: float = Field(
@@ -191,5 +198,9 @@ class ValidatorSettings(BaseModel):
             where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
             raise ConfigError(f"Validator setting {where}: {first.get('msg', '')}.") from None
 
-    def severity(self, validator: str) -> Literal["warning", "blocking"]:
+    def severity(self, validator: str, found: Severity = "warning") -> Severity:
+        """A finding's severity after the settings: info stays info; warnings of a blocking
+        validator block."""
+        if found == "info":
+            return "info"
         return "blocking" if validator in self.blocking else "warning"

@@ -106,7 +106,7 @@ def run_validators(
             found += _guarded(EMBEDDING_CONTRADICTION, lambda: contradiction.check(ctx, vecs))
     order = {name: i for i, name in enumerate(VALIDATOR_NAMES)}
     kept = [
-        f.model_copy(update={"severity": settings.severity(f.validator)})
+        f.model_copy(update={"severity": settings.severity(f.validator, f.severity)})
         for f in found
         if ctx.wants(f.stage)
     ]

@@ -17,9 +17,14 @@ import numpy as np
 
 from haytham.schemas.anchor import ConceptAnchor, IdentityFeature, Invariant
 from haytham.schemas.envelope import StageOutput
-from haytham.validate.common import COMPUTED_KEYS, STAGE_NUMBER, Context, feature_parts
+from haytham.validate.common import (
+    COMPUTED_KEYS,
+    STAGE_NUMBER,
+    Context,
+    feature_parts,
+    stage_items,
+)
 from haytham.validate.embeddings import DIMENSION
-from haytham.validate.negation import clauses, is_negated_sentence
 from haytham.validate.text import Segment, markdown_segments, normalize, sentences, strings_of
 
 _IDS = (
@@ -105,11 +110,6 @@ def invariant_text(inv: Invariant) -> str:
     return f"{inv.property.replace('_', ' ')}: {inv.value}"
 
 
-def exclusion_texts(inv: Invariant) -> list[str]:
-    """Clauses of an invariant's value that rule something out ("no delivery")."""
-    return [c for c in clauses(normalize(inv.value)) if is_negated_sentence(c)]
-
-
 def identity_text(feature: IdentityFeature) -> str:
     """The positive part of a feature ("X, not Y" → "X"), which is what must survive."""
     return feature_parts(feature.feature)[0]
@@ -165,11 +165,11 @@ class SessionVectors:
     idea: np.ndarray
     anchor: np.ndarray | None
     reference: np.ndarray  # idea sentences + idea-analysis segments: how the idea says things
-    invariants: dict[str, np.ndarray] = field(default_factory=dict)
-    exclusions: dict[str, np.ndarray] = field(default_factory=dict)  # what each invariant rules out
+    invariants: dict[str, np.ndarray] = field(default_factory=dict)  # by invariant id
     identity: list[np.ndarray] = field(default_factory=list)
     non_goals: np.ndarray | None = None
     stages: dict[str, StageVectors] = field(default_factory=dict)
+    items: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # slug -> item id -> vec
 
 
 def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
@@ -187,21 +187,21 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
     anchor = snap.anchor
     anchor_slice = take(anchor_texts(anchor)) if anchor is not None else None
     inv_slices = (
-        {i.property: take([invariant_text(i)]) for i in anchor.invariants}
-        if anchor is not None
-        else {}
+        {i.id: take([invariant_text(i)]) for i in anchor.invariants} if anchor is not None else {}
     )
-    excl = {i.property: exclusion_texts(i) for i in anchor.invariants} if anchor is not None else {}
-    excl_slices = {k: take(v) for k, v in excl.items() if v}
     id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []
     goals_slice = take(list(anchor.intent.non_goals)) if anchor is not None else None
     stage_segs: dict[str, tuple[list[Segment], slice]] = {}
+    item_slices: dict[str, tuple[list[str], slice]] = {}
     for slug in sorted(slugs, key=lambda s: STAGE_NUMBER.get(s, 99)):
         out = snap.outputs.get(slug)
         if out is None:
             continue
         segs = stage_segments(slug, out)
         stage_segs[slug] = (segs, take([s.text for s in segs]))
+        carriers = [i for i in stage_items(ctx, slug) if i.carries and not i.out and i.text]
+        if carriers:
+            item_slices[slug] = ([i.id for i in carriers], take([i.text for i in carriers]))
     matrix = ctx.embedder.encode(texts)
     reference = matrix[idea_slice]
     if "idea-analysis" in stage_segs:
@@ -213,8 +213,10 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
         reference=reference,
         anchor=_mean(matrix[anchor_slice]) if anchor_slice is not None else None,
         invariants={k: matrix[s][0] for k, s in inv_slices.items()},
-        exclusions={k: matrix[s] for k, s in excl_slices.items()},
         identity=[matrix[s][0] for s in id_slices],
         non_goals=matrix[goals_slice] if goals_slice is not None else None,
         stages={slug: StageVectors(segs, matrix[s]) for slug, (segs, s) in stage_segs.items()},
+        items={
+            slug: dict(zip(ids, matrix[s], strict=True)) for slug, (ids, s) in item_slices.items()
+        },
     )

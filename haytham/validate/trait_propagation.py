@@ -1,20 +1,25 @@
-"""Trait propagation (ADR-022 2b): downstream HOW/STORIES choices must respect the constraints.
+"""Trait propagation (ADR-022 2b): downstream HOW/STORIES choices respect the traits, by value.
 
-Constraints come from system-traits' ``payload.constraints`` (realtime, auth model / open
-registration, payments, scheduling, communication, interface) and from the anchor's access,
-interaction and session-medium invariants (a closed community forbids open registration; a
-synchronous interaction requires realtime). They are checked against build-buy items,
-architecture decisions and stories: first the structured ``requires`` tags, then the item's text
-with negation handling ("real-time is not needed" does not fire). system-traits itself is checked
-against the anchor unless it overrides the invariant with a reason.
+Constraints come from two typed sources: anchor invariants that pin a trait
+(``trait = "auth=invite_only"`` with polarity ``requires``/``forbids``) and system-traits'
+values, both in the vocabulary of :mod:`haytham.schemas.traits`. They are checked:
 
-Catches: ``realtime: false`` next to a service chosen for realtime subscriptions or a DEC for
-them; open self-registration under an invite-only / closed access model; payments, scheduling or
-messaging relied on where the traits rule them out; traits that contradict the anchor.
+* system-traits against every pinned invariant (unless it overrides the invariant) — an enum
+  comparison;
+* build-buy items by their ``deployment`` and ``needs_network`` (a hosted or network-needing
+  component under an air-gapped deployment, a hosted one where the anchor forbids hosting) and,
+  like decisions and stories, by their structured ``requires`` tags (realtime, open
+  registration, payments, scheduling, a communication channel or interface the traits rule out);
+* then by the item's text for the three traits with an unambiguous technical vocabulary
+  (realtime, open registration, payments), with negation handling ("real-time is not needed"
+  does not fire).
 
-Cannot catch: a choice that relies on a trait without naming it (e.g. "Supabase" alone), synonyms
-outside the maintained patterns, or negation that spans sentences. Tags are free text, so unknown
-tags are ignored rather than guessed.
+Catches: a traits stage that contradicts the anchor; a hosted SaaS bought for an air-gapped
+tool; ``realtime: false`` next to a service chosen for realtime subscriptions; open sign-up under
+invite-only access; payments where there are none.
+
+Cannot catch: a choice that relies on a trait without tagging or naming it (e.g. "Supabase"
+alone), or an invariant that fixes a trait but was not pinned to it.
 """
 
 from __future__ import annotations
@@ -23,18 +28,8 @@ import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from haytham.validate.common import (
-    AV_VALUE,
-    Context,
-    access_closed,
-    anchor_invariants,
-    finding,
-    interaction_sync,
-    invariant_kind,
-    mentions_invariant,
-    overridden_names,
-    resolved,
-)
+from haytham.schemas.anchor import Invariant
+from haytham.validate.common import Context, anchor_invariants, finding, override_for, resolved
 from haytham.validate.model import TRAIT_PROPAGATION, Finding
 from haytham.validate.negation import affirmed_matches
 from haytham.validate.text import normalize, short, snake
@@ -101,6 +96,14 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"credit cards?|paywall|pricing tiers?|subscription (?:plans?|tiers?|billing|fees?))\b"
     ),
 }
+_KEY_WORDS = MappingProxyType(
+    {
+        "network": "a network connection",
+        "hosted": "a hosted (vendor/cloud) deployment",
+        "deploy_on_prem": "an on-prem deployment",
+        "deploy_device": "an on-device deployment",
+    }
+)
 _INVITED = re.compile(
     r"\b(?:invite|invited|invitation|inviteonly|allow ?list|whitelist|approved|approval|"
     r"pre-?registered|admin creates?|code)\b"
@@ -113,10 +116,10 @@ _REALTIME_DENIED = re.compile(
 
 @dataclass(frozen=True)
 class Constraint:
-    key: str
+    key: str  # a tag key, or "network" / "hosted" for a component's deployment
     allowed: bool  # False: downstream must not rely on it; True: it is required
     source: str
-    invariant: str | None = None
+    invariant: Invariant | None = None
 
 
 def _tag(tag: str) -> str | None:
@@ -126,47 +129,62 @@ def _tag(tag: str) -> str | None:
     return "realtime" if "realtime" in norm or "real_time" in norm else None
 
 
+def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
+    """(key, allowed) pairs that ``trait`` being (``requires``) or not being (``forbids``)
+    ``value`` imposes on the components, decisions and stories."""
+    if polarity == "forbids":
+        if trait == "realtime":
+            return [("realtime", value != "true")]
+        if trait == "auth" and value == "open_registration":
+            return [("open_registration", False)]
+        if trait == "communication" and value in _COMM_TAGS:
+            return [(value, False)]
+        if trait == "interface" and value in _INTERFACE_TAGS:
+            return [(value, False)]
+        if trait == "deployment" and value in ("hosted", "on_prem", "device"):
+            return [(value if value == "hosted" else f"deploy_{value}", False)]
+        return []
+    if trait == "realtime":
+        return [("realtime", value == "true")]
+    if trait == "auth" and value != "open_registration":
+        return [("open_registration", False)]
+    if trait in ("payments", "scheduling") and value == "none":
+        return [(trait, False)]
+    if trait == "communication" and value == "none":
+        return [(tag, False) for tag in _COMM_TAGS]
+    if trait == "interface":
+        allowed = {"web", "mobile"} if value == "web_and_mobile" else {value}
+        if value in ("cli", "api"):
+            allowed |= {"cli"}
+        return [(tag, False) for tag in _INTERFACE_TAGS if tag not in allowed]
+    if trait == "deployment" and value == "air_gapped":
+        return [("network", False), ("hosted", False)]
+    return []
+
+
 def derive_constraints(ctx: Context) -> list[Constraint]:
-    """Constraints from the anchor (resolved invariants) and system-traits, anchor first."""
+    """Constraints from the anchor's pinned invariants (resolved ones) and system-traits."""
     out: list[Constraint] = []
     for inv in anchor_invariants(ctx.snap.anchor):
-        if not resolved(inv):
+        ref = inv.trait_ref
+        if ref is None or not resolved(inv):
             continue
-        kind, src = invariant_kind(inv), f"anchor {inv.property} = {inv.value!r}"
-        if kind == "access" and access_closed(inv):
-            out.append(Constraint("open_registration", False, src, inv.property))
-        elif kind == "interaction":
-            sync = interaction_sync(inv)
-            if sync is not None:
-                out.append(Constraint("realtime", sync, src, inv.property))
+        src = f"{inv.id} {inv.property} ({inv.polarity} {ref[0]}={ref[1]})"
+        out += [Constraint(k, a, src, inv) for k, a in _implied(*ref, inv.polarity)]
     traits = ctx.payload("system-traits")
     if traits is not None:
-        c = traits.constraints
-        out.append(
-            Constraint(
-                "realtime",
-                bool(c["realtime"]),
-                f"system-traits realtime = {str(c['realtime']).lower()}",
-            )
-        )
-        if not c["open_registration"]:
-            out.append(
-                Constraint("open_registration", False, f"system-traits auth = {c['auth_model']}")
-            )
-        if not c["payments"]:
-            out.append(Constraint("payments", False, "system-traits payments = none"))
-        if not c["scheduling"]:
-            out.append(Constraint("scheduling", False, "system-traits scheduling = none"))
-        if c["communication"] == "none":
-            for tag in _COMM_TAGS:
-                out.append(Constraint(tag, False, "system-traits communication = none"))
-        iface = c["interface"]
-        allowed_ifaces = {"web", "mobile"} if iface == "web_and_mobile" else {iface}
-        if iface in ("cli", "api"):
-            allowed_ifaces |= {"cli"}
-        for tag in _INTERFACE_TAGS:
-            if tag not in allowed_ifaces:
-                out.append(Constraint(tag, False, f"system-traits interface = {iface}"))
+        for trait in (
+            "realtime",
+            "auth",
+            "payments",
+            "scheduling",
+            "communication",
+            "interface",
+            "deployment",
+        ):
+            value = traits.value_of(trait)
+            src = f"system-traits {trait} = {value}"
+            out += [Constraint(k, a, src) for k, a in _implied(trait, value, "requires")]
     return out
 
 
@@ -174,66 +192,65 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
     out = ctx.output("system-traits")
     if out is None or ctx.snap.anchor is None or not ctx.wants("system-traits"):
         return []
-    overridden = overridden_names(out)
-    t = out.payload
     found: list[Finding] = []
     for inv in ctx.snap.anchor.invariants:
-        if not resolved(inv) or mentions_invariant(overridden, inv.property):
+        ref = inv.trait_ref
+        if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
             continue
-        kind, problem = invariant_kind(inv), ""
-        if kind == "access" and access_closed(inv) and t.auth.value == "open_registration":
-            problem = "auth is open_registration although access is closed"
-        elif kind == "interaction":
-            sync = interaction_sync(inv)
-            if sync is True and not t.realtime.value:
-                problem = "realtime is false although the interaction is synchronous"
-            elif sync is False and t.realtime.value:
-                problem = "realtime is true although the interaction is asynchronous"
-        elif (
-            kind == "medium"
-            and AV_VALUE.search(normalize(inv.value))
-            and t.communication.value not in ("video", "audio")
-        ):
-            problem = (
-                f"communication is {t.communication.value} although sessions happen by video/audio"
+        trait, value = ref
+        actual = out.payload.value_of(trait)
+        if (actual == value) == (inv.polarity == "requires"):
+            continue
+        wanted = value if inv.polarity == "requires" else f"anything but {value}"
+        found.append(
+            finding(
+                NAME,
+                "system-traits",
+                f"system-traits sets {trait} = {actual}, but {inv.id} {inv.property} "
+                f"{inv.polarity} {trait}={value} ({short(inv.value, 60)!r}) and is not overridden",
+                invariant=inv,
+                item=trait,
+                evidence=f"expected {trait}: {wanted}",
             )
-        if problem:
-            found.append(
-                finding(
-                    NAME,
-                    "system-traits",
-                    f"system-traits contradicts the anchor: {problem} ({inv.property} = "
-                    f"{inv.value!r}) and does not override it",
-                    invariant=inv.property,
-                    evidence=short(
-                        f"anchor: {inv.value} | traits: {t.auth.value}, realtime="
-                        f"{t.realtime.value}, communication={t.communication.value}"
-                    ),
-                )
-            )
+        )
     return found
 
 
-def _items(ctx: Context) -> list[tuple[str, str, list[str], str]]:
-    """(stage, label, requires, text) for every build-buy item, decision and story."""
-    rows: list[tuple[str, str, list[str], str]] = []
+@dataclass(frozen=True)
+class _Row:
+    stage: str
+    id: str
+    label: str
+    requires: list[str]
+    text: str
+    deployment: str | None = None
+    needs_network: bool | None = None
+
+
+def _items(ctx: Context) -> list[_Row]:
+    """Every build-buy item, decision and story, as the checks see it."""
+    rows: list[_Row] = []
     bb = ctx.payload("build-buy-analysis")
     if bb is not None and ctx.wants("build-buy-analysis"):
         for i in bb.items:
             rows.append(
-                (
+                _Row(
                     "build-buy-analysis",
-                    f"need {i.need!r} ({i.recommendation} {i.service})",
+                    i.need,
+                    f"need {i.need!r} ({i.recommendation} {i.service})".replace(" )", ")"),
                     i.requires,
                     ". ".join([i.need, i.service, i.rationale]),
+                    i.deployment,
+                    i.needs_network,
                 )
             )
     ad = ctx.payload("architecture-decisions")
     if ad is not None and ctx.wants("architecture-decisions"):
         for d in ad.decisions:
             rows.append(
-                (
+                _Row(
                     "architecture-decisions",
+                    d.id,
                     f"{d.id} {d.title!r}",
                     d.requires,
                     ". ".join([d.title, d.decision, d.rationale, *d.technologies]),
@@ -243,8 +260,9 @@ def _items(ctx: Context) -> list[tuple[str, str, list[str], str]]:
     if sg is not None and ctx.wants("story-generation"):
         for s in sg.stories:
             rows.append(
-                (
+                _Row(
                     "story-generation",
+                    s.id,
                     f"{s.id} {s.title!r}",
                     s.requires,
                     ". ".join([s.title, s.description, *s.acceptance_criteria, *s.technologies]),
@@ -253,8 +271,14 @@ def _items(ctx: Context) -> list[tuple[str, str, list[str], str]]:
     return rows
 
 
-def _violation(c: Constraint, requires: list[str], text: str) -> str:
+def _violation(c: Constraint, row: _Row) -> str:
     """Evidence of ``c`` being violated by an item, or ''."""
+    requires, text = row.requires, row.text
+    if c.key == "network":
+        return "needs_network = true" if row.needs_network else ""
+    if c.key in ("hosted", "deploy_on_prem", "deploy_device"):
+        wanted = c.key.removeprefix("deploy_")
+        return f"deployment = {row.deployment}" if row.deployment == wanted else ""
     tags = [t for t in requires if _tag(t) == c.key]
     if not c.allowed:
         if tags:
@@ -278,23 +302,30 @@ def check(ctx: Context) -> list[Finding]:
     constraints = derive_constraints(ctx)
     if not constraints:
         return found
-    for stage, label, requires, text in _items(ctx):
+    for row in _items(ctx):
         seen: set[tuple[str, bool]] = set()
+        by_source: dict[str, list[tuple[Constraint, str]]] = {}
         for c in constraints:
             if (c.key, c.allowed) in seen:
                 continue
-            evidence = _violation(c, requires, text)
-            if not evidence:
-                continue
-            seen.add((c.key, c.allowed))
-            verb = "relies on" if not c.allowed else "rules out"
+            evidence = _violation(c, row)
+            if evidence:
+                seen.add((c.key, c.allowed))
+                by_source.setdefault(c.source, []).append((c, evidence))
+        for source, hits in by_source.items():  # one finding per item and source
+            what = " and ".join(
+                f"{'relies on' if not c.allowed else 'rules out'} "
+                f"{_KEY_WORDS.get(c.key, c.key.replace('_', ' '))}"
+                for c, _ in hits
+            )
             found.append(
                 finding(
                     NAME,
-                    stage,
-                    f"{label} {verb} {c.key.replace('_', ' ')}, contradicting {c.source}",
-                    invariant=c.invariant,
-                    evidence=evidence,
+                    row.stage,
+                    f"{row.label} {what}, contradicting {source}",
+                    invariant=hits[0][0].invariant,
+                    item=row.id,
+                    evidence="; ".join(e for _, e in hits),
                 )
             )
     return found

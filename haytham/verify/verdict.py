@@ -145,17 +145,27 @@ def verification_context(phase: Phase, state: Mapping[str, Any]) -> Context:
             f"stories; this phase has {count}.",
         )
     validations = state.get("validations") or {}
-    warnings = [
-        f"- [{f.get('validator')}] {spec.slug}: {f.get('message', '')}"
-        for spec in stages
-        for f in validations.get(spec.slug, [])
-        if f.get("severity") != "blocking"
-    ]
-    if warnings:
+
+    def lines(severity: str) -> list[str]:
+        return [
+            f"- [{f.get('validator')}] {spec.slug}: {f.get('message', '')}"
+            for spec in stages
+            for f in validations.get(spec.slug, [])
+            if f.get("severity") == severity
+        ]
+
+    if warnings := lines("warning"):
         ctx.add(
             "findings",
             "## Warnings from deterministic checks (for your judgement)",
             "\n".join(warnings),
+        )
+    if second := lines("info"):
+        ctx.add(
+            "second-opinions",
+            "## Weak signals from prose checks (often false alarms; weigh them, do not "
+            "repeat them)",
+            "\n".join(second),
         )
     return ctx
 
