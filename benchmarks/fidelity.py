@@ -15,7 +15,8 @@ regression). Prints, for the split:
 * drifted sessions caught by the validator built for that drift, about the drifted stage
   (target >= 90 %), overall and per drift kind; second opinions (``info``) count for neither;
 * the fidelity curve's ranking: per idea, the mean fidelity of the descriptive stages of the
-  genericized case must be below both faithful paraphrases' (and the faithful session's).
+  genericized case must be below both faithful paraphrases' (and the faithful session's),
+  comparing each session's lowest fidelity point among its descriptive stages.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ SPLITS = {
 SWEEP = {
     "ratio_floor": [0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
     "ratio_gap": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35],
-    "stage_fidelity_floor": [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8],
+    "stage_fidelity_floor": [-0.05, 0.0, 0.03, 0.05, 0.07, 0.09, 0.11],
 }
 
 
@@ -67,9 +68,10 @@ def idea_of(case: Case) -> str:
 
 
 def fidelity(report: ValidationReport) -> float | None:
-    values = [report.divergence[s]["fidelity"] for s in DESCRIPTIVE if s in report.divergence]
+    """The session's most drifted descriptive stage: its lowest fidelity point."""
+    values = [report.divergence.get(s, {}).get("fidelity") for s in DESCRIPTIVE]
     values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
+    return min(values) if values else None
 
 
 def report_split(name: str, results: list[tuple[Case, ValidationReport]]) -> dict[str, float]:
@@ -114,7 +116,7 @@ def ranking(results: list[tuple[Case, ValidationReport]]) -> float:
         kind = c.name.split("__", 1)[1] if "__" in c.name else "faithful"
         by_idea[idea_of(c)][kind] = fidelity(r)
     good = total = 0
-    print("\nfidelity of the descriptive stages (mean ratio; 1.0 = as well as the idea):")
+    print("\nlowest fidelity among the descriptive stages (anchor pull minus generic pull):")
     for idea, row in sorted(by_idea.items()):
         gen = row.get("genericized")
         faithful = [row.get(k) for k in ("faithful", "paraphrase_terse", "paraphrase_wordy")]

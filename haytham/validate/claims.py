@@ -11,7 +11,9 @@ Three checks over the envelopes' ``claims`` (plus market-context's ``market_size
   (or, for claims without numbers, its URL or most of its key terms); it is downgraded to
   unsourced. A statistic the stage itself marks ``unsourced`` is reported too.
 * **phantom founder claim** — a risk-assessment claim with ``origin: founder`` whose content words
-  are mostly absent from the idea text, or whose numbers the idea never states.
+  are mostly absent from the idea text and from idea-analysis (the pipeline's restatement of the
+  idea, worded as the later stages word things, so a paraphrase is not mistaken for a phantom),
+  or whose numbers the idea never states.
 
 Cannot catch: a quantity restated in words without digits, two different quantities that share
 a topic and qualifiers, a tool result that contains the number by coincidence, or a founder claim
@@ -28,7 +30,7 @@ from haytham.validate.common import STAGE_NUMBER, Context, finding
 from haytham.validate.lexicon import hits, key_terms
 from haytham.validate.model import CLAIM_CONSISTENCY, Finding
 from haytham.validate.quantities import Quantity, close, extract, numbers, same_quantity
-from haytham.validate.text import normalize, short, term_set
+from haytham.validate.text import normalize, short, strings_of, term_set
 
 NAME = CLAIM_CONSISTENCY
 _URL = re.compile(r"https?://[^\s)\]\"'>]+", re.IGNORECASE)
@@ -159,10 +161,14 @@ def is_statistic(statement: str) -> bool:
     return any(q.kind != "count" or q.value >= 100 for q in extract(statement))
 
 
-def founder_support(statement: str, idea: str) -> tuple[float, list[str], list[float]]:
-    """(share of key terms found in the idea, missing terms, numbers the idea never states)."""
+def founder_support(
+    statement: str, idea: str, restated: str = ""
+) -> tuple[float, list[str], list[float]]:
+    """(share of key terms found in the idea or in ``restated`` — the pipeline's own restatement
+    of the idea, idea-analysis, which words it as the later stages do — missing terms, numbers
+    the idea itself never states)."""
     needles = key_terms(statement)
-    idea_terms = term_set(idea)
+    idea_terms = term_set(idea) | (term_set(restated) if restated else set())
     found = hits(needles, idea_terms)
     share = len(found) / len(needles) if needles else 1.0
     idea_numbers = numbers(normalize(idea)) + numbers(idea)
@@ -175,16 +181,22 @@ def _phantom(ctx: Context) -> list[Finding]:
     risk = ctx.payload("risk-assessment")
     if risk is None or not ctx.wants("risk-assessment") or not ctx.snap.idea.strip():
         return []
+    analysis = ctx.output("idea-analysis")
+    restated = (
+        ". ".join([analysis.tldr, analysis.content, *strings_of(analysis.payload)])
+        if analysis is not None
+        else ""
+    )
     found: list[Finding] = []
     for claim in risk.claims:
         if claim.origin != "founder":
             continue
-        share, missing, unknown = founder_support(claim.statement, ctx.snap.idea)
+        share, missing, unknown = founder_support(claim.statement, ctx.snap.idea, restated)
         if share < ctx.settings.founder_support_min or unknown:
             why = (
                 f"numbers {unknown} are not in the idea"
                 if unknown
-                else f"only {share:.0%} of its key terms occur in the idea"
+                else f"only {share:.0%} of its key terms occur in the idea or idea-analysis"
             )
             found.append(
                 finding(

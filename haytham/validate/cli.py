@@ -14,7 +14,7 @@ from typing import TextIO
 from haytham.errors import HaythamError
 from haytham.validate.embeddings import Embedder
 from haytham.validate.loader import load_snapshot
-from haytham.validate.model import ValidationReport, ValidatorSettings
+from haytham.validate.model import Finding, ValidationReport, ValidatorSettings
 from haytham.validate.runner import run_validators
 
 
@@ -31,39 +31,50 @@ def resolve_session(target: str, sessions_dir: Path) -> Path | None:
 
 
 def report_json(report: ValidationReport) -> dict[str, object]:
-    """The CLI's JSON: findings plus ``divergence`` as slug -> similarity to the anchor."""
+    """The CLI's JSON: findings (info ones included) and the per-stage curve."""
     return {
         "findings": [f.model_dump(mode="json") for f in report.findings],
-        "divergence": {
-            slug: row["anchor"] for slug, row in report.divergence.items() if "anchor" in row
-        },
+        "divergence": report.divergence,
     }
 
 
-def render_table(report: ValidationReport) -> str:
-    lines: list[str] = []
-    if not report.findings:
-        lines.append("No findings.")
-    else:
-        header = ("SEVERITY", "VALIDATOR", "STAGE", "INVARIANT", "MESSAGE")
-        rows = [
-            (f.severity, f.validator, f.stage or "-", f.invariant or "-", f.message)
-            for f in report.findings
-        ]
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-        fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
-        lines.append(fmt.format(*header))
-        for f, row in zip(report.findings, rows, strict=True):
-            lines.append(fmt.format(*row))
-            if f.evidence:
-                lines.append(" " * (sum(widths) + 8) + f"evidence: {f.evidence}")
-        blocking = len(report.blocking())
-        lines.append(f"\n{len(report.findings)} finding(s), {blocking} blocking.")
+def _table(findings: list[Finding]) -> list[str]:
+    header = ("SEVERITY", "VALIDATOR", "STAGE", "ITEM", "INVARIANT", "MESSAGE")
+    rows = [
+        (f.severity, f.validator, f.stage or "-", f.item or "-", f.invariant or "-", f.message)
+        for f in findings
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    lines = [fmt.format(*header)]
+    for f, row in zip(findings, rows, strict=True):
+        lines.append(fmt.format(*row))
+        if f.evidence:
+            lines.append(" " * (sum(widths) + 10) + f"evidence: {f.evidence}")
+    return lines
+
+
+def render_table(report: ValidationReport, *, second_opinions: bool = True) -> str:
+    """Findings that need a decision, then (unless hidden) the prose checks' second opinions."""
+    flagged = report.flagged()
+    info = [f for f in report.findings if not f.needs_decision]
+    lines: list[str] = _table(flagged) if flagged else ["No findings that need a decision."]
+    if flagged:
+        lines.append(f"\n{len(flagged)} finding(s), {len(report.blocking())} blocking.")
+    if info and second_opinions:
+        lines.append(f"\nSecond opinions from prose checks ({len(info)}; they never block):")
+        lines += _table(info)
     if report.divergence:
-        lines.append("\nDivergence (cosine similarity of each stage to the idea / the anchor):")
+        lines.append(
+            "\nPer stage: fidelity (how well it expresses the anchor, relative to the idea; "
+            "1.00 = as well as the idea) and cosine similarity to the idea / the anchor:"
+        )
         for slug, row in report.divergence.items():
-            anchor = f"{row['anchor']:.2f}" if "anchor" in row else "-"
-            lines.append(f"  {slug:<24} idea {row['idea']:.2f}  anchor {anchor}")
+            cells = "  ".join(
+                f"{k} {row[k]:.2f}" if k in row else f"{k} -"
+                for k in ("fidelity", "idea", "anchor")
+            )
+            lines.append(f"  {slug:<24} {cells}")
     return "\n".join(lines)
 
 

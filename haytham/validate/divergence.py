@@ -36,6 +36,7 @@ import numpy as np
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.validate.common import DESCRIPTIVE, Context, finding, override_for, stage_items
 from haytham.validate.model import EMBEDDING_DIVERGENCE, Finding
+from haytham.validate.negation import is_negated_sentence
 from haytham.validate.semantic import SessionVectors, identity_text, invariant_text
 from haytham.validate.text import short
 
@@ -84,8 +85,24 @@ def stage_ratios(vecs: SessionVectors, slug: str, tgts: list[Target]) -> dict[st
     return {t.key: _ratio(float(sims[:, k].max()), t) for k, t in enumerate(tgts)}
 
 
+def contrast(vecs: SessionVectors, slug: str, tgts: list[Target]) -> float | None:
+    """Mean, over the stage's affirmed sentences, of (closest anchor target − closest generic
+    text): positive when the stage reads like this idea, negative when it reads like the generic
+    product the anchor says it is not."""
+    sv = vecs.stages.get(slug)
+    if sv is None or not tgts or vecs.generic is None or not len(vecs.generic):
+        return None
+    keep = [i for i, seg in enumerate(sv.included_segments) if not is_negated_sentence(seg.text)]
+    if not keep:
+        return None
+    m = sv.included[keep]
+    toward = (m @ np.stack([t.vector for t in tgts]).T).max(axis=1)
+    away = (m @ vecs.generic.T).max(axis=1)
+    return float((toward - away).mean())
+
+
 def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
-    """slug -> {"fidelity": mean ratio, "idea": similarity, "anchor": similarity}."""
+    """slug -> {"fidelity": contrast, "idea": similarity, "anchor": similarity}."""
     tgts = targets(ctx.snap.anchor, vecs) if ctx.snap.anchor is not None else []
     out: dict[str, dict[str, float]] = {}
     for slug, sv in vecs.stages.items():
@@ -93,9 +110,9 @@ def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
         row = {"idea": round(float(doc @ vecs.idea), 4)}
         if vecs.anchor is not None:
             row["anchor"] = round(float(doc @ vecs.anchor), 4)
-        ratios = stage_ratios(vecs, slug, tgts)
-        if ratios:
-            row["fidelity"] = round(statistics.fmean(ratios.values()), 4)
+        c = contrast(vecs, slug, tgts)
+        if c is not None:
+            row["fidelity"] = round(c, 4)
         out[slug] = row
     return out
 
@@ -106,12 +123,12 @@ def _genericized(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[
         finding(
             NAME,
             slug,
-            f"{slug} expresses the anchor much less than the idea does (fidelity "
-            f"{row['fidelity']:.2f} < {floor:.2f}): it may describe a more generic product",
+            f"{slug} reads more like the generic product the anchor rules out than like this "
+            f"idea (fidelity {row['fidelity']:+.2f} < {floor:+.2f})",
             evidence=f"similarity to idea {row['idea']:.2f}",
         )
         for slug, row in divergence.items()
-        if slug in DESCRIPTIVE and ctx.wants(slug) and row.get("fidelity", 1.0) < floor
+        if slug in DESCRIPTIVE and ctx.wants(slug) and row.get("fidelity", floor) < floor
     ]
 
 
@@ -132,7 +149,7 @@ def _carried_ratios(
         ids = carriers.get(t.key)
         if not ids:
             continue
-        scores = [float(items[i] @ t.vector) for i in ids]
+        scores = [float((items[i] @ t.vector).max()) for i in ids]
         best = int(np.argmax(scores))
         out[t.key] = (_ratio(scores[best], t), ids[best])
     return out
@@ -185,7 +202,7 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
                     invariant=inv,
                     item=item,
                     evidence=f"best match {ratio * t.reference:.2f}; in the idea {t.reference:.2f}",
-                    info=not (low and apart),
+                    info=True,
                 )
             )
     return found

@@ -71,7 +71,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     _fw(
         "Express",
         "backend",
-        r"express(?:\.?js)?",
+        r"(?<!sql server )express(?:\.?js)?",  # not Microsoft's "SQL Server Express"
         r"express\.?js|express (?:server|app|api|"
         r"backend|framework|middleware|router|routes?)",
     ),

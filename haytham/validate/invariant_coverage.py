@@ -8,6 +8,9 @@ Structural checks, one warning each (no reading of prose):
   is the anchor at work and is never flagged;
 * **not scoped out** — an mvp-scope OUT item that carries a ``requires`` invariant without
   saying it honours it takes the invariant out of the MVP;
+* **not contradicted** — no IN item affirmatively describes what an invariant's pinned trait
+  rules out (open registration under ``auth=invite_only``, realtime under ``realtime=false``,
+  payments under ``payments=none``), read with trait propagation's technical vocabulary;
 * **references resolve** — every ``carries`` / ``honours_exclusion`` id names an invariant
   (the pipeline repairs near-misses and re-asks once; a session loaded from disk may still have
   them);
@@ -47,6 +50,7 @@ from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.negation import affirmed_clauses
 from haytham.validate.text import normalize, short, term_set, terms
+from haytham.validate.trait_propagation import pinned_contradiction
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(
@@ -133,6 +137,22 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                     invariant=inv,
                     evidence=f"{len(ins)} IN items; carried ids: "
                     f"{sorted({c for i in ins for c in i.carries})}",
+                )
+            )
+            continue
+        pinned = [(i, e) for i in ins if (e := pinned_contradiction(inv, i.text))]
+        if pinned:
+            item, evidence = pinned[0]
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{item.id} describes what {_label(inv)} rules out "
+                    f"({inv.polarity} {inv.trait})",
+                    invariant=inv,
+                    item=item.id,
+                    evidence=evidence
+                    + (f"; also {', '.join(i.id for i, _ in pinned[1:])}" if pinned[1:] else ""),
                 )
             )
             continue

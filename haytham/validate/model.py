@@ -117,10 +117,11 @@ class ValidatorSettings(BaseModel):
     embeddings: bool = True
     # claim_consistency
     founder_support_min: float = Field(
-        default=0.45,
+        default=0.6,
         ge=0.0,
         le=1.0,
-        description="Share of a founder claim's content words that must occur in the idea.",
+        description="Share of a founder claim's content words that must occur in the idea or "
+        "in idea-analysis's restatement of it.",
     )
     quantity_tolerance: float = Field(
         default=0.05,
@@ -142,10 +143,11 @@ class ValidatorSettings(BaseModel):
         description="…and this far below the stage's median ratio (both: warning; one: info).",
     )
     stage_fidelity_floor: float = Field(
-        default=0.7,
-        ge=0.0,
+        default=0.05,
+        ge=-1.0,
         le=1.0,
-        description="A descriptive stage whose mean ratio is below this may be genericized.",
+        description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "
+        "below this reads like the generic product: genericized.",
     )
     # embedding_contradiction
     pair_floor: float = Field(

@@ -131,6 +131,14 @@ def anchor_texts(anchor: ConceptAnchor) -> list[str]:
     ]
 
 
+def generic_texts(anchor: ConceptAnchor) -> list[str]:
+    """What a genericized version of this idea would say, from the anchor itself."""
+    out = list(anchor.intent.non_goals)
+    for f in anchor.identity:
+        out += [t for t in (f.why_distinctive, feature_parts(f.feature)[1]) if t.strip()]
+    return out
+
+
 def _mean(vectors: np.ndarray) -> np.ndarray:
     if len(vectors) == 0:
         return np.zeros(DIMENSION, dtype=np.float32)
@@ -164,12 +172,17 @@ class SessionVectors:
 
     idea: np.ndarray
     anchor: np.ndarray | None
-    reference: np.ndarray  # idea sentences + idea-analysis segments: how the idea says things
+    reference: np.ndarray
+    """How the session first expressed the idea: idea-analysis's sentences (written in the same
+    pipeline's style as the later stages), or the idea's own when idea-analysis is absent."""
     invariants: dict[str, np.ndarray] = field(default_factory=dict)  # by invariant id
     identity: list[np.ndarray] = field(default_factory=list)
-    non_goals: np.ndarray | None = None
+    generic: np.ndarray | None = None
+    """The generic product this idea is not, in the anchor's own words: its non-goals, each
+    identity feature's "why distinctive" and the "not Y" of a feature written "X, not Y"."""
     stages: dict[str, StageVectors] = field(default_factory=dict)
-    items: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # slug -> item id -> vec
+    items: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    """slug -> IN item id -> its sentences' vectors (items that carry an invariant only)."""
 
 
 def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
@@ -190,9 +203,9 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
         {i.id: take([invariant_text(i)]) for i in anchor.invariants} if anchor is not None else {}
     )
     id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []
-    goals_slice = take(list(anchor.intent.non_goals)) if anchor is not None else None
+    generic_slice = take(generic_texts(anchor)) if anchor is not None else None
     stage_segs: dict[str, tuple[list[Segment], slice]] = {}
-    item_slices: dict[str, tuple[list[str], slice]] = {}
+    item_slices: dict[str, dict[str, slice]] = {}
     for slug in sorted(slugs, key=lambda s: STAGE_NUMBER.get(s, 99)):
         out = snap.outputs.get(slug)
         if out is None:
@@ -201,22 +214,22 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
         stage_segs[slug] = (segs, take([s.text for s in segs]))
         carriers = [i for i in stage_items(ctx, slug) if i.carries and not i.out and i.text]
         if carriers:
-            item_slices[slug] = ([i.id for i in carriers], take([i.text for i in carriers]))
+            item_slices[slug] = {i.id: take(sentences(i.text) or [i.text]) for i in carriers}
     matrix = ctx.embedder.encode(texts)
     reference = matrix[idea_slice]
     if "idea-analysis" in stage_segs:
         segs, s = stage_segs["idea-analysis"]
         kept = [i for i, seg in zip(range(s.start, s.stop), segs, strict=True) if not seg.excluded]
-        reference = np.vstack([reference, matrix[kept]]) if kept else reference
+        reference = matrix[kept] if kept else reference
     return SessionVectors(
         idea=_mean(matrix[idea_slice]),
         reference=reference,
         anchor=_mean(matrix[anchor_slice]) if anchor_slice is not None else None,
         invariants={k: matrix[s][0] for k, s in inv_slices.items()},
         identity=[matrix[s][0] for s in id_slices],
-        non_goals=matrix[goals_slice] if goals_slice is not None else None,
+        generic=matrix[generic_slice] if generic_slice is not None else None,
         stages={slug: StageVectors(segs, matrix[s]) for slug, (segs, s) in stage_segs.items()},
         items={
-            slug: dict(zip(ids, matrix[s], strict=True)) for slug, (ids, s) in item_slices.items()
+            slug: {i: matrix[s] for i, s in by_id.items()} for slug, by_id in item_slices.items()
         },
     )

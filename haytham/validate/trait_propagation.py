@@ -30,9 +30,10 @@ from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
 from haytham.validate.common import Context, anchor_invariants, finding, override_for, resolved
+from haytham.validate.lexicon import key_terms
 from haytham.validate.model import TRAIT_PROPAGATION, Finding
 from haytham.validate.negation import affirmed_matches
-from haytham.validate.text import normalize, short, snake
+from haytham.validate.text import normalize, sentences, short, snake, term_set
 
 NAME = TRAIT_PROPAGATION
 
@@ -95,6 +96,24 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"\b(?:payments?|billing|checkout|stripe|paddle|braintree|invoic(?:e|es|ing)|"
         r"credit cards?|paywall|pricing tiers?|subscription (?:plans?|tiers?|billing|fees?))\b"
     ),
+    "hosted": re.compile(
+        r"\b(?:cloud(?:[ -]based| hosted| hosting| sync)|cloud (?:[a-z]+ )?(?:apis?|services?|"
+        r"platforms?|storage|databases?|backends?)|saas|hosted (?:service|dashboard|platform|api|"
+        r"version|app|backend)|"
+        r"managed (?:service|api|cloud|database))\b"
+    ),
+    "network": re.compile(
+        r"\b(?:over the (?:network|internet)|internet (?:connection|access)|"
+        r"network (?:calls?|requests?|access|connection)|online (?:api|service|lookup|sync)|"
+        r"(?:external|third[ -]party|remote|online|web) (?:apis?|services?) (?:calls?|lookups?)|"
+        r"calls? (?:an? |the )?(?:external|third[ -]party|remote|online|web) (?:apis?|services?)|"
+        r"syncs? (?:to|with) the cloud|"
+        r"(?:from|via|using|calls?|queries|query) (?:the |an? )?(?:[a-z]+ ){0,3}(?:web )?api\b)\b"
+    ),
+    "mobile": re.compile(
+        r"\b(?:(?:mobile|smartphone|ios|android)(?: ?(?:/|and|or) ?(?:ios|android))?"
+        r"(?: [a-z]+)? apps?|app store|play store|native app)\b"
+    ),
 }
 _KEY_WORDS = MappingProxyType(
     {
@@ -112,6 +131,7 @@ _REALTIME_DENIED = re.compile(
     r"\b(?:no|without) (?:need for )?realtime\b|\brealtime (?:is |are )?(?:not|un)(?:needed|"
     r"necessary|required)\b|\bpolling instead of\b|\basync(?:hronous)?(?: only)? instead of\b"
 )
+_ASYNC = re.compile(r"\b(?:asynchronous(?:ly)?|async|at (?:their|your|his|her|its) own pace)\b")
 
 
 @dataclass(frozen=True)
@@ -159,7 +179,24 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
         return [(tag, False) for tag in _INTERFACE_TAGS if tag not in allowed]
     if trait == "deployment" and value == "air_gapped":
         return [("network", False), ("hosted", False)]
+    if trait == "deployment" and value == "on_prem":
+        return [("hosted", False)]
     return []
+
+
+def pinned_contradiction(inv: Invariant, text: str) -> str:
+    """Evidence that ``text`` affirmatively describes what ``inv``'s pinned trait rules out
+    (realtime or asynchronous work, open registration, payments, a hosted or networked
+    component, a mobile app; read with negation handling), or ''."""
+    ref = inv.trait_ref
+    if ref is None or not resolved(inv):
+        return ""
+    for key, allowed in _implied(*ref, inv.polarity):
+        if key in _TEXT or (key == "realtime" and allowed):
+            evidence = _violation(Constraint(key, allowed, "", inv), _Row("", "", "", [], text))
+            if evidence:
+                return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
+    return ""
 
 
 def derive_constraints(ctx: Context) -> list[Constraint]:
@@ -227,6 +264,13 @@ class _Row:
     needs_network: bool | None = None
 
 
+def _chosen(rationale: str, alternatives: list[str]) -> str:
+    """The rationale's sentences about what was chosen: a sentence naming a rejected
+    alternative ("Atlas Device Sync is a hosted service") describes what was not."""
+    names = {t for a in alternatives for t in key_terms(a) if len(t) > 3}
+    return " ".join(s for s in sentences(rationale) if not names & term_set(s))
+
+
 def _items(ctx: Context) -> list[_Row]:
     """Every build-buy item, decision and story, as the checks see it."""
     rows: list[_Row] = []
@@ -253,7 +297,9 @@ def _items(ctx: Context) -> list[_Row]:
                     d.id,
                     f"{d.id} {d.title!r}",
                     d.requires,
-                    ". ".join([d.title, d.decision, d.rationale, *d.technologies]),
+                    ". ".join(
+                        [d.title, d.decision, _chosen(d.rationale, d.alternatives), *d.technologies]
+                    ),
                 )
             )
     sg = ctx.payload("story-generation")
@@ -274,9 +320,9 @@ def _items(ctx: Context) -> list[_Row]:
 def _violation(c: Constraint, row: _Row) -> str:
     """Evidence of ``c`` being violated by an item, or ''."""
     requires, text = row.requires, row.text
-    if c.key == "network":
+    if c.key == "network" and row.needs_network is not None:
         return "needs_network = true" if row.needs_network else ""
-    if c.key in ("hosted", "deploy_on_prem", "deploy_device"):
+    if c.key in ("hosted", "deploy_on_prem", "deploy_device") and row.deployment is not None:
         wanted = c.key.removeprefix("deploy_")
         return f"deployment = {row.deployment}" if row.deployment == wanted else ""
     tags = [t for t in requires if _tag(t) == c.key]
@@ -294,6 +340,10 @@ def _violation(c: Constraint, row: _Row) -> str:
         denied = _REALTIME_DENIED.search(normalize(text))
         if denied:
             return f'text: "{denied.group(0)}"'
+        if c.invariant is not None:  # an anchor that pins live interaction: async wording
+            hits = affirmed_matches(text, _ASYNC)
+            if hits:
+                return f'text: "{short(hits[0], 120)}"'
     return ""
 
 
