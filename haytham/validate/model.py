@@ -117,7 +117,7 @@ class ValidatorSettings(BaseModel):
     embeddings: bool = True
     # claim_consistency
     founder_support_min: float = Field(
-        default=0.6,
+        default=0.65,
         ge=0.0,
         le=1.0,
         description="Share of a founder claim's content words that must occur in the idea or "
