@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/fidelity.py                  # dev split (tune on this one)
     .venv/bin/python benchmarks/fidelity.py --split test     # held-out ideas: score, never tune
     .venv/bin/python benchmarks/fidelity.py --split drift    # the older regression fixtures
-    .venv/bin/python benchmarks/fidelity.py --sweep          # dev: the embedding ratio thresholds
+    .venv/bin/python benchmarks/fidelity.py --sweep          # dev: the thresholds behind warnings
 
 Cases live in ``tests/fixtures/fidelity/{dev,test}`` (one folder of ideas per split; each idea has
 a faithful session, a terse and a wordy faithful paraphrase and labelled drift cases written as
@@ -47,10 +47,9 @@ SPLITS = {
     "test": ROOT / "tests" / "fixtures" / "fidelity" / "test",
     "drift": ROOT / "tests" / "fixtures" / "drift",
 }
-SWEEP = {
-    "ratio_floor": [0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
-    "ratio_gap": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35],
-    "stage_fidelity_floor": [-0.05, 0.0, 0.03, 0.05, 0.07, 0.09, 0.11],
+SWEEP = {  # the thresholds that decide warnings (ratio_floor/gap only shape info findings)
+    "founder_support_min": [0.45, 0.55, 0.6, 0.65, 0.7, 0.75],
+    "stage_fidelity_floor": [-0.05, -0.02, 0.0, 0.03, 0.05, 0.07, 0.09],
 }
 
 

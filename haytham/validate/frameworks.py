@@ -6,8 +6,10 @@ story's or decision's ``technologies`` list with a lenient pattern, in prose wit
 negation / comparison cues ("chosen over Vue", "instead of Angular", "no React") removed.
 Two frameworks of one kind (frontend, backend, mobile, cli) conflict when neither builds on the
 other (Next.js builds on React, Nuxt on Vue, NestJS on Express, Typer on Click, Astro hosts
-islands of any UI library). Stories are grouped by their ``component``; a decision belongs to the
-components its text names, otherwise to the component with most stories of that kind.
+islands of any UI library). Stories are grouped by their ``component``; a decision belongs to its
+``component`` when it names one, else to the components its text names, else to the component
+with most stories of that kind. Conflicts among decisions are reported on architecture-decisions,
+conflicts a story adds on story-generation.
 
 Catches: the Power of 8 stories spread over Vite, Next.js, Vue and Astro for one web app; a
 decision choosing Django while the API stories use Express. An Astro marketing site next to a
@@ -197,7 +199,11 @@ def check(ctx: Context) -> list[Finding]:
             if not fws:
                 continue
             flat = _key(text)
-            named = [k for k in labels if len(k) >= 3 and k in flat]
+            if d.component.strip():  # the decision names its component: structure first
+                named = [_key(d.component)]
+                labels.setdefault(named[0], d.component)
+            else:
+                named = [k for k in labels if len(k) >= 3 and k in flat]
             for f in fws:
                 targets = named
                 if not targets:
@@ -210,21 +216,26 @@ def check(ctx: Context) -> list[Finding]:
                     table.setdefault((key, f.kind), {}).setdefault(f.name, []).append(d.id)
     found: list[Finding] = []
     for (key, kind), uses in sorted(table.items()):
-        pairs = _conflicts(uses)
-        if not pairs:
-            continue
-        only_decisions = all(src.startswith("DEC-") for srcs in uses.values() for src in srcs)
-        stage = "architecture-decisions" if only_decisions else "story-generation"
-        if not ctx.wants(stage):
-            continue
-        names = sorted({n for pair in pairs for n in pair})
-        found.append(
-            finding(
-                FRAMEWORK_COHERENCE,
-                stage,
-                f"component {labels.get(key, key)!r} uses {len(names)} conflicting {kind} "
-                f"frameworks: {', '.join(names)}",
-                evidence=short(_describe(uses), 300),
+        decided = {n: [x for x in srcs if x.startswith("DEC-")] for n, srcs in uses.items()}
+        decided = {n: srcs for n, srcs in decided.items() if srcs}
+        # decisions that conflict among themselves are architecture-decisions' problem; stories
+        # that add a conflicting framework are story-generation's
+        for stage, table_uses in (("architecture-decisions", decided), ("story-generation", uses)):
+            pairs = _conflicts(table_uses)
+            if stage == "story-generation":
+                pairs = [
+                    p for p in pairs if any(not x.startswith("DEC-") for n in p for x in uses[n])
+                ]
+            if not pairs or not ctx.wants(stage):
+                continue
+            names = sorted({n for pair in pairs for n in pair})
+            found.append(
+                finding(
+                    FRAMEWORK_COHERENCE,
+                    stage,
+                    f"component {labels.get(key, key)!r} uses {len(names)} conflicting {kind} "
+                    f"frameworks: {', '.join(names)}",
+                    evidence=short(_describe(table_uses), 300),
+                )
             )
-        )
     return found

@@ -143,11 +143,11 @@ class ValidatorSettings(BaseModel):
         description="…and this far below the stage's median ratio (both: warning; one: info).",
     )
     stage_fidelity_floor: float = Field(
-        default=0.05,
+        default=0.025,
         ge=-1.0,
         le=1.0,
         description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "
-        "below this reads like the generic product: genericized.",
+        "below this reads more like the generic product than like the idea: genericized.",
     )
     # embedding_contradiction
     pair_floor: float = Field(

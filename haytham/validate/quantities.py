@@ -169,8 +169,17 @@ def _is_year(num: str, scale: str | None) -> bool:
     return scale is None and re.fullmatch(r"(?:19|20)\d\d", num) is not None
 
 
+_SPACED_GROUPS = re.compile(r"\b\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+\b")
+
+
+def _comma_groups(text: str) -> str:
+    """Thousands written with (thin) spaces, "18 820", as "18,820" (one notation to parse)."""
+    return _SPACED_GROUPS.sub(lambda m: re.sub(r"[ \u00a0\u2009\u202f]", ",", m.group(0)), text)
+
+
 def extract(text: str) -> list[Quantity]:
     """All quantities in ``text`` (years such as 2024 are not quantities)."""
+    text = _comma_groups(text)
     out: list[Quantity] = []
     taken: list[tuple[int, int]] = []
     for m in _MONEY.finditer(text):
@@ -223,6 +232,7 @@ def extract(text: str) -> list[Quantity]:
 
 def numbers(text: str) -> list[float]:
     """Every number in ``text`` in base units, plus the bare numbers (for lenient matching)."""
+    text = _comma_groups(text)
     out: list[float] = []
     for q in extract(text):
         out.append(q.value)
