@@ -123,10 +123,12 @@ def test_blas_threads_caps_and_restores() -> None:
     threadpoolctl = pytest.importorskip("threadpoolctl")
     controller = threadpoolctl.ThreadpoolController()
 
-    def blas() -> list[int]:
-        return [lib.num_threads for lib in controller.select(user_api="blas").lib_controllers]
+    def blas() -> list[int]:  # numpy's own BLAS (torch, if another test loaded it, has its own)
+        libs = controller.select(user_api="blas").lib_controllers
+        return [lib.num_threads for lib in libs if "numpy" in lib.filepath]
 
     before = blas()
+    assert before, "numpy's BLAS not found"
     with blas_threads(1):
         assert all(n == 1 for n in blas())
         with blas_threads(1):
