@@ -253,3 +253,49 @@ def test_blocking_items_disable_approve_until_overridden(
     assert at.title[0].value == "Run"
     at.switch_page("views/run.py")
     poll(at, at_gate(2))
+
+
+def test_findings_that_need_a_decision_come_first_second_opinions_are_folded() -> None:
+    finding = {"stage": "mvp-scope", "evidence": "", "validator": "invariant_coverage"}
+    state = {
+        "validations": {
+            "mvp-scope": [
+                {
+                    **finding,
+                    "severity": "warning",
+                    "item": "SCOPE-7",
+                    "invariant": "INV-2 group_structure",
+                    "message": "mvp-scope puts INV-2 group_structure out of scope",
+                },
+                {
+                    **finding,
+                    "severity": "info",
+                    "validator": "embedding_contradiction",
+                    "invariant": None,
+                    "message": "may contradict about 'rota'",
+                },
+            ]
+        }
+    }
+    at = _panel(state)
+    assert not at.exception
+    decide = at.dataframe[0].value
+    assert decide.to_dict("records") == [
+        {
+            "stage": "mvp-scope",
+            "severity": "warning",
+            "item": "SCOPE-7",
+            "invariant": "INV-2 group_structure",
+            "why": "mvp-scope puts INV-2 group_structure out of scope",
+            "evidence": "",
+            "validator": "invariant_coverage",
+        }
+    ]
+    (folded,) = at.expander
+    assert folded.label == "Second opinions from prose checks (1)"
+    assert folded.dataframe[0].value.iloc[0]["validator"] == "embedding_contradiction"
+
+    only_info = {"validations": {"mvp-scope": [state["validations"]["mvp-scope"][1]]}}
+    at = _panel(only_info)
+    assert any("No findings that need a decision" in c.value for c in at.caption)
+    assert len(at.dataframe) == 1  # the folded second opinion only
