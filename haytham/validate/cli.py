@@ -66,8 +66,9 @@ def render_table(report: ValidationReport, *, second_opinions: bool = True) -> s
         lines += _table(info)
     if report.divergence:
         lines.append(
-            "\nPer stage: fidelity (how well it expresses the anchor, relative to the idea; "
-            "1.00 = as well as the idea) and cosine similarity to the idea / the anchor:"
+            "\nPer stage: fidelity (how much more it reads like this idea than like the generic "
+            "product the anchor rules out; below 0 it reads generic) and cosine similarity to "
+            "the idea / the anchor:"
         )
         for slug, row in report.divergence.items():
             cells = "  ".join(
