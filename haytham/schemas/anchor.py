@@ -127,6 +127,12 @@ class Invariant(TolerantModel):
     def _none_is_empty(cls, v: object) -> object:
         return [] if v is None else v
 
+    @field_validator("id", mode="before")
+    @classmethod
+    def _any_id(cls, v: object) -> object:
+        """Code assigns ids: a missing or odd one is renumbered, never a reason to reject."""
+        return v.strip() if isinstance(v, str) else str(v) if isinstance(v, int) else ""
+
     @field_validator("kind", mode="before")
     @classmethod
     def _near_kind(cls, v: object) -> object:

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from haytham.schemas.base import TolerantModel
 
 TLDR_MAX_WORDS = 300
+INVARIANT_REF = r"^INV-\d{1,2}$"
 
 
 class Claim(TolerantModel):
@@ -43,6 +44,9 @@ class Traceable(TolerantModel):
     carries: list[str] = Field(
         default_factory=list,
         description="Ids of the anchor invariants (INV-n) this item delivers or keeps true.",
+        # guidance for the model (and a grammar for constrained decoders); parsing stays lenient
+        # and code maps near-misses such as a property name to the id
+        json_schema_extra={"items": {"type": "string", "pattern": INVARIANT_REF}},
     )
 
     @field_validator("carries", mode="before")

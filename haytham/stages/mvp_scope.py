@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput, Traceable, _as_list
+from haytham.schemas.envelope import INVARIANT_REF, StageOutput, Traceable, _as_list
 from haytham.stages.base import Phase, StageSpec, StageView
 
 Appetite = Literal["small", "medium", "large"]
@@ -23,6 +23,7 @@ class ScopeItem(Traceable):
             "OUT items only: ids of the invariants (INV-n) this exclusion honours, e.g. "
             "'Open registration: out' honours the closed-access invariant."
         ),
+        json_schema_extra={"items": {"type": "string", "pattern": INVARIANT_REF}},
     )
 
     @field_validator("honours_exclusion", mode="before")

@@ -2,7 +2,9 @@
 
 A model writes ``"inv-01"``, ``"INV 1"``, ``"1"`` or the property name; after parsing, each
 reference becomes the anchor's canonical id (``INV-1``). Duplicates are dropped and order kept.
-Only a reference that names no invariant at all is a problem, which earns the stage one re-ask.
+Only a reference that names no invariant at all is a problem: it is left out of the item (so no
+later check reads a dangling id) and earns the stage one re-ask naming the valid ids; if the
+re-ask does not fix it, the problem stays on the stage for the reviewer at the gate.
 """
 
 from __future__ import annotations
