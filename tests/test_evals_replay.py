@@ -156,9 +156,7 @@ def test_budget_gives_a_partial_report(runs: dict[str, Any]) -> None:
 def test_divergence_curve_with_an_embedder(runs: dict[str, Any]) -> None:
     idea = _report(runs["base"][1])["ideas"][0]
     session = Path(idea["pipeline"]["session_dir"])
-    findings, section = analyse_session(
-        session, {"outputs": {}}, embeddings=True, embedder=HashEmbedder()
-    )
+    findings, section = analyse_session(session, embeddings=True, embedder=HashEmbedder())
     assert section["source"] == "haytham.validate" and len(section["curve"]) == 10
     assert all(-1 <= v["idea"] <= 1 for v in section["curve"].values())
     assert section["stage10_vs_idea"] is not None and section["target_met"] in (True, False)

@@ -11,7 +11,6 @@ The ADR's target: stage 10's similarity to the original idea above 0.60.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,7 +33,7 @@ def make_embedder() -> Encoder:
 
 
 def analyse_session(
-    session_dir: Path, state: Mapping[str, Any], *, embeddings: bool, embedder: Encoder | None
+    session_dir: Path, *, embeddings: bool, embedder: Encoder | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(validator findings, divergence section) for one saved session; never raises."""
     findings: list[dict[str, Any]] = []
