@@ -81,3 +81,13 @@ def test_references_are_repaired_and_unknown_ones_earn_a_reask() -> None:
     assert "INV-1 (access_model)" in problem  # the valid ids, for the re-ask
     no_anchor = StageView(idea=snap.idea, outputs=snap.outputs, anchor=None)
     assert spec.complete(out, no_anchor)[1] == []
+
+
+def test_the_anchor_prompt_lists_the_trait_vocabulary_code_checks() -> None:
+    """One vocabulary: every trait value the checks compare is offered to the extractor."""
+    from haytham.schemas.traits import TRAIT_VALUES
+
+    prompt = (Path(__file__).parent.parent / "prompts" / "anchor_extraction.md").read_text()
+    for trait, values in TRAIT_VALUES.items():
+        line = next(ln for ln in prompt.splitlines() if ln.startswith(f"- `{trait}`:"))
+        assert all(v in line for v in values), (trait, line)

@@ -121,8 +121,3 @@ def parse_trait_ref(text: object) -> tuple[str, str] | None:
         return None
     value = near_value(trait, parts[1])
     return None if value is None else (trait, value)
-
-
-def trait_options() -> list[str]:
-    """Every ``trait=value`` string an invariant may pin (for prompts and schemas)."""
-    return [f"{t}={v}" for t, values in TRAIT_VALUES.items() for v in values]

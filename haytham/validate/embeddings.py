@@ -32,16 +32,10 @@ OpenBLAS's idle workers spin, so with two CPU hogs on a 2-core machine two threa
 
 
 class Embedder:
-    """Lazily loaded sentence model; ``encode`` returns an (N, 384) float32 array.
+    """Lazily loaded sentence model (numpy, CPU); ``encode`` returns an (N, 384) float32 array."""
 
-    ``device`` is accepted for compatibility and ignored: the numpy model runs on the CPU.
-    """
-
-    def __init__(
-        self, model_path: Path | str | None = None, *, device: str = "cpu", cache_size: int = 8192
-    ) -> None:
+    def __init__(self, model_path: Path | str | None = None, *, cache_size: int = 8192) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
-        self._device = device
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._model: MiniLM | None = None

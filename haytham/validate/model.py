@@ -36,8 +36,6 @@ VALIDATOR_NAMES: tuple[str, ...] = (
 )
 """Every validator, in the order they run; names used by ``HAYTHAM_BLOCKING_VALIDATORS``."""
 
-EMBEDDING_VALIDATORS = frozenset({EMBEDDING_DIVERGENCE, EMBEDDING_CONTRADICTION})
-
 
 Severity = Literal["info", "warning", "blocking"]
 """``info``: a prose-only second opinion, shown folded away and never blocking; ``warning``:

@@ -73,11 +73,6 @@ def affirmed_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
     return _matching_clauses(text, pattern, negated=False)
 
 
-def negated_matches(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Clauses of ``text`` where ``pattern`` matches but is negated ("no real-time")."""
-    return _matching_clauses(text, pattern, negated=True)
-
-
 def is_negated_sentence(sentence: str) -> bool:
     """True when a negation cue occurs anywhere in the sentence (used for polarity only)."""
     return _has_cue(normalize(sentence))
