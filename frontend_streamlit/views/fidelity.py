@@ -25,13 +25,19 @@ if curve.empty:
         icon=":material/info:",
     )
 else:
-    st.line_chart(curve, x_label="stage", y_label="score (0-1)")
+    if "fidelity" in curve:
+        st.line_chart(curve[["fidelity"]], x_label="stage", y_label="fidelity")
+        st.caption(
+            "**Fidelity**: how much more each stage reads like this idea than like the generic "
+            "product the anchor rules out (its non-goals and identity notes). Above 0 the stage "
+            "is about this idea; below 0 it reads generic. Terse stages stay above 0; a "
+            "genericized one falls below."
+        )
+    similarity = curve.drop(columns=["fidelity"], errors="ignore")
+    st.line_chart(similarity, x_label="stage", y_label="cosine similarity")
     st.caption(
-        "**fidelity**: how well each stage expresses the anchor's invariants and identity, "
-        "relative to how well the idea itself does (1.0 = as well as the idea); a falling "
-        "fidelity curve means the spec is drifting. **idea** / **anchor**: plain cosine "
-        "similarity of the stage's text to the idea and to the anchor (they fall for terse "
-        "stages too)."
+        "Plain cosine similarity of each stage's text to the idea and to the concept anchor; "
+        "it falls for terse stages too, so read it with the fidelity curve."
     )
 
 st.subheader("Invariants × stages")
