@@ -159,3 +159,11 @@ def test_self_reported_genericization(tmp_path: Path) -> None:
 def test_no_anchor_no_findings(tmp_path: Path) -> None:
     s = snap("power_of_8__group_structure_out", tmp_path)
     assert found(Snapshot(s.idea, None, s.outputs, s.tool_calls), info=True) == []
+
+
+def test_compliance_lists_may_name_invariants_by_id(tmp_path: Path) -> None:
+    s = snap("power_of_8", tmp_path)
+    assert s.anchor is not None
+    comp = s.outputs["build-buy-analysis"].anchor_compliance
+    by_id = comp.model_copy(update={"invariants_preserved": s.anchor.ids()})
+    assert found(replace_output(s, "build-buy-analysis", anchor_compliance=by_id), info=True) == []

@@ -112,16 +112,19 @@ def compliance_names(items: list[str]) -> set[str]:
     return out
 
 
+def names_invariant(ctx: Context, ref: str, inv: Invariant) -> bool:
+    """Whether an ``anchor_compliance`` entry ("INV-2", "group_structure: kept") names ``inv``."""
+    anchor = ctx.snap.anchor
+    named = anchor.resolve_ref(ref) if anchor is not None else None
+    if named is not None:
+        return named.id == inv.id
+    return mentions_invariant(compliance_names([ref]), inv.property)
+
+
 def override_for(ctx: Context, out: StageOutput, inv: Invariant) -> InvariantOverride | None:
     """The stage's override of ``inv`` (named by id or property), if any."""
-    anchor = ctx.snap.anchor
-    for o in out.anchor_compliance.invariants_overridden:
-        named = anchor.resolve_ref(o.invariant) if anchor is not None else None
-        if named is not None and named.id == inv.id:
-            return o
-        if mentions_invariant(compliance_names([o.invariant]), inv.property):
-            return o
-    return None
+    overrides = out.anchor_compliance.invariants_overridden
+    return next((o for o in overrides if names_invariant(ctx, o.invariant, inv)), None)
 
 
 def mentions_invariant(names: set[str], prop: str) -> bool:

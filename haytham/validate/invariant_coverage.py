@@ -38,9 +38,8 @@ from haytham.validate.common import (
     WHAT_HOW_STORIES,
     Context,
     Item,
-    compliance_names,
     finding,
-    mentions_invariant,
+    names_invariant,
     override_for,
     stage_items,
     traced,
@@ -49,7 +48,7 @@ from haytham.validate.common import (
 from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.negation import affirmed_clauses
-from haytham.validate.text import normalize, short, term_set, terms
+from haytham.validate.text import short, term_set, terms
 from haytham.validate.trait_propagation import pinned_contradiction
 
 NAME = INVARIANT_COVERAGE
@@ -179,7 +178,7 @@ def _accounted(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     anchor = ctx.snap.anchor
     assert anchor is not None
     found: list[Finding] = []
-    preserved = compliance_names(out.anchor_compliance.invariants_preserved)
+    preserved = out.anchor_compliance.invariants_preserved
     for inv in anchor.invariants:
         override = override_for(ctx, out, inv)
         if override is not None:
@@ -194,14 +193,14 @@ def _accounted(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                     )
                 )
             continue
-        if not (mentions_invariant(preserved, inv.property) or normalize(inv.id) in preserved):
+        if not any(names_invariant(ctx, ref, inv) for ref in preserved):
             found.append(
                 finding(
                     NAME,
                     slug,
                     f"{slug} neither preserves nor overrides {_label(inv)} in anchor_compliance",
                     invariant=inv,
-                    evidence=f"preserved: {out.anchor_compliance.invariants_preserved}",
+                    evidence=f"preserved: {preserved}",
                     info=True,
                 )
             )
