@@ -283,6 +283,18 @@ class ConceptAnchor(TolerantModel):
         key = _snake(re.split(r"[:=(\u2014\u2013]| - ", text, maxsplit=1)[0])
         return next((i for i in self.invariants if i.property == key), None)
 
+    def resolve_refs(self, refs: list[str]) -> tuple[list[str], list[str]]:
+        """(the anchor ids ``refs`` name, in order and once each; the refs that name nothing)."""
+        ids: list[str] = []
+        unknown: list[str] = []
+        for ref in refs:
+            inv = self.resolve_ref(ref)
+            if inv is None:
+                unknown.append(ref)
+            elif inv.id not in ids:
+                ids.append(inv.id)
+        return ids, unknown
+
     def ids(self) -> list[str]:
         return [i.id for i in self.invariants]
 

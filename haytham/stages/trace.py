@@ -36,13 +36,8 @@ def _walk(value: Any, anchor: ConceptAnchor, unknown: list[str]) -> Any:
     for name in type(value).model_fields:
         child = getattr(value, name)
         if isinstance(value, Traceable) and name in REF_FIELDS:
-            ids: list[str] = []
-            for ref in child:
-                inv = anchor.resolve_ref(ref)
-                if inv is None:
-                    unknown.append(f"{_label(value)} {name} {ref!r}")
-                elif inv.id not in ids:
-                    ids.append(inv.id)
+            ids, bad = anchor.resolve_refs(child)
+            unknown += [f"{_label(value)} {name} {ref!r}" for ref in bad]
             if ids != child:
                 update[name] = ids
         elif isinstance(child, BaseModel | list):

@@ -187,14 +187,13 @@ def traced(items: list[Item]) -> bool:
 
 
 def resolve_ids(anchor: ConceptAnchor | None, refs: Any) -> tuple[str, ...]:
-    """Canonical invariant ids for ``refs``; an unresolvable reference is kept as written."""
-    out: list[str] = []
-    for ref in refs or []:
-        inv = anchor.resolve_ref(ref) if anchor is not None else None
-        key = inv.id if inv is not None else str(ref)
-        if key not in out:
-            out.append(key)
-    return tuple(out)
+    """Canonical invariant ids for ``refs``; an unresolvable reference is kept as written (so the
+    coverage check can report it)."""
+    refs = [str(r) for r in refs or []]
+    if anchor is None:
+        return tuple(dict.fromkeys(refs))
+    ids, unknown = anchor.resolve_refs(refs)
+    return tuple(dict.fromkeys(ids + unknown))
 
 
 NEGATIVE_SPLIT = re.compile(
