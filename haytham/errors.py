@@ -68,6 +68,7 @@ class ContractViolation(HaythamError):
         self.actual_keys = list(actual_keys or [])
         self.mismatch = mismatch
         self.details = list(details or [])
+        self.answer: Any = None  # the model's rejected structured answer, when there was one
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
-from haytham.schemas.base import parse_contract
+from haytham.schemas.base import parse_contract, salvage
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.verification import ReviewArtifact
 from haytham.stages import BY_SLUG, StageSpec, StageView
@@ -67,6 +67,17 @@ def view_of(state: Mapping[str, Any]) -> StageView:
         anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
         appetite=state.get("appetite"),
     )
+
+
+def valid_ids(spec: StageSpec, view: StageView) -> dict[str, dict[str, str]]:
+    """The ids this stage may reference, by the earlier stage that defines them (id → title)."""
+    out: dict[str, dict[str, str]] = {}
+    for slug in spec.needs:
+        payload = view.payload(slug)
+        catalog = getattr(payload, "catalog", None)
+        if callable(catalog):
+            out[slug] = catalog()
+    return out
 
 
 def render_review(review: Mapping[str, Any]) -> str:
@@ -210,14 +221,24 @@ class StageRunner:
                     problems=problems,
                     tools=[t.tool_name for t in self.tools_for(spec.slug)],
                     offers_tools=spec.slug == "market-context",
+                    valid_ids=valid_ids(spec, view),
                 )
-                output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
+                try:
+                    output, salvaged = (
+                        self.ask(spec.slug, spec.tier, system, ctx, spec.output_model),
+                        [],
+                    )
+                except ContractViolation as exc:
+                    output, salvaged = self._salvage(spec, exc)
                 output, problems = spec.complete(output, view)
+                problems = salvaged + problems
                 if not problems:
                     break
                 self.files.append_event(
                     "stage_check_failed", spec.slug, attempt=attempt, problems=problems
                 )
+                if salvaged:  # it already had its repair turn: the reviewer takes it from here
+                    break
                 if attempt == 1:
                     self.files.append_event("stage_reask", spec.slug, problems=problems)
         except ContractViolation as exc:
@@ -248,6 +269,20 @@ class StageRunner:
             quality_flags=flags,
         )
 
+    def _salvage(self, spec: StageSpec, exc: ContractViolation) -> tuple[BaseModel, list[str]]:
+        """The usable part of an answer that still breaks its contract after the repair turn,
+        and one problem sentence saying what code changed (it lands for review). Without any
+        structured answer there is nothing to keep: ``exc`` is raised."""
+        if exc.answer is None:
+            raise exc
+        output, notes = salvage(spec.output_model, exc.answer, where=spec.slug)
+        self.files.append_event("stage_salvaged", spec.slug, notes=notes, error=exc.to_dict())
+        shown = "; ".join(notes[:6]) + (f"; … {len(notes) - 6} more" if len(notes) > 6 else "")
+        return output, [
+            f"the answer did not fit the {spec.output_model.__name__} contract after one repair "
+            f"turn; code kept the usable part ({shown})"
+        ]
+
     def _post_validate(
         self, slug: str, state: Mapping[str, Any], dumped: dict[str, Any]
     ) -> tuple[list[dict[str, Any]], dict[str, float]]:
@@ -270,13 +305,13 @@ class StageRunner:
         """Distil the anchor; ask to tighten (never truncate) while it is over budget."""
         stage = ANCHOR_AGENT
         system = load_prompt("anchor_extraction.md")
-        tldr = ((state.get("outputs") or {}).get("idea-analysis") or {}).get("tldr", "")
+        analysis = (state.get("outputs") or {}).get("idea-analysis") or {}
         started = time.perf_counter()
         self.files.append_event("stage_started", stage, rework=False)
         problems: list[str] = []
         try:
             for _ in range(MAX_ANCHOR_TIGHTENING + 1):
-                ctx = build_anchor_context(state["idea"], tldr, problems)
+                ctx = build_anchor_context(state["idea"], analysis, problems)
                 anchor = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
                 tokens = anchor.token_count()
                 if tokens <= ANCHOR_TOKEN_BUDGET:
@@ -342,6 +377,7 @@ def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> Con
     try:
         parse_contract(model_cls, last_input, where=stage)
     except ContractViolation as exc:
+        exc.answer = last_input
         return exc
     return ContractViolation(
         f"{stage}: the structured answer was not accepted", mismatch="type_mismatch"

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.ids import DecisionIds, Refs, relink, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.capability_model import CAPABILITY_IDS
+
+DECISION_IDS = DecisionIds()
 
 
 class Decision(Traceable):
     id: str = Field(
-        pattern=r"^DEC-[A-Z0-9]+-\d{3}$", description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001"
+        default="",
+        description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001 (unique; code renumbers repeats)",
+        json_schema_extra={"pattern": r"^DEC-[A-Z0-9]+-\d{3}$"},
     )
     title: str
     component: str = Field(
@@ -20,7 +26,7 @@ class Decision(Traceable):
         description="The part of the system it applies to (same names as the stories use).",
     )
     decision: str
-    serves: list[str] = Field(min_length=1, description="CAP ids served.")
+    serves: Refs = Field(min_length=1, description="CAP ids served.")
     alternatives: list[str] = Field(default_factory=list, max_length=4)
     rationale: str = ""
     technologies: list[str] = Field(default_factory=list, max_length=6)
@@ -36,6 +42,15 @@ class ArchitectureDecisions(TolerantModel):
     decisions: list[Decision] = Field(min_length=1, max_length=15)
     coverage: SkipJsonSchema[Coverage | None] = None  # computed in finalize()
 
+    @model_validator(mode="after")
+    def _number(self) -> ArchitectureDecisions:
+        renumber(self.decisions, DECISION_IDS)
+        return self
+
+    def catalog(self) -> dict[str, str]:
+        """The ids stories may reference, with their titles."""
+        return {d.id: d.title for d in self.decisions}
+
 
 class ArchitectureDecisionsOutput(StageOutput):
     payload: ArchitectureDecisions
@@ -43,6 +58,10 @@ class ArchitectureDecisionsOutput(StageOutput):
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
     caps = view.payload("capability-model")
+    if caps is not None:
+        known = caps.catalog()
+        for d in output.payload.decisions:
+            d.serves = relink(d.serves, known, CAPABILITY_IDS)
     ids = sorted(c.id for c in caps.functional) if caps is not None else []
     served = {s for d in output.payload.decisions for s in d.serves}
     coverage = Coverage(
@@ -53,10 +72,20 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    problems = []
+    caps = view.payload("capability-model")
+    if caps is not None:
+        known = caps.ids()
+        problems += [
+            f"{d.id} serves unknown capabilities {sorted(set(d.serves) - known)} "
+            f"(capability ids are {sorted(known)})"
+            for d in output.payload.decisions
+            if set(d.serves) - known
+        ]
     cov = output.payload.coverage
     if cov is not None and cov.uncovered:
-        return [f"capabilities with no decision serving them: {cov.uncovered}"]
-    return []
+        problems.append(f"capabilities with no decision serving them: {cov.uncovered}")
+    return problems
 
 
 SPEC = StageSpec(

@@ -8,8 +8,10 @@ from pydantic import Field, field_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.ids import Refs, relink
 from haytham.schemas.traits import ItemDeployment, near_value
 from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.capability_model import CAPABILITY_IDS
 
 
 class BuildBuyItem(Traceable):
@@ -17,7 +19,7 @@ class BuildBuyItem(Traceable):
     recommendation: Literal["BUILD", "BUY", "HYBRID"]
     service: str = Field(default="", description="Named service/product when BUY or HYBRID.")
     rationale: str = ""
-    capabilities: list[str] = Field(min_length=1, description="CAP ids this serves.")
+    capabilities: Refs = Field(min_length=1, description="CAP ids this serves.")
     requires: list[str] = Field(
         default_factory=list,
         description="Trait tags this choice relies on, e.g. realtime, video, open_registration.",
@@ -55,6 +57,16 @@ class BuildBuyAnalysisOutput(StageOutput):
     payload: BuildBuyAnalysis
 
 
+def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Capability references spelled as capability-model's ids."""
+    caps = view.payload("capability-model")
+    if caps is not None:
+        known = caps.catalog()
+        for item in output.payload.items:
+            item.capabilities = relink(item.capabilities, known, CAPABILITY_IDS)
+    return output
+
+
 def check(output: StageOutput, view: StageView) -> list[str]:
     caps = view.payload("capability-model")
     if caps is None:
@@ -74,5 +86,6 @@ SPEC = StageSpec(
     "Build / buy analysis",
     BuildBuyAnalysisOutput,
     needs=("capability-model", "system-traits"),
+    finalize=finalize,
     check=check,
 )

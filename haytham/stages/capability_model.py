@@ -6,20 +6,36 @@ from pydantic import Field, model_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.mvp_scope import SCOPE_IDS
+
+FUNCTIONAL_IDS = IdScheme("CAP-F-", 3)
+NON_FUNCTIONAL_IDS = IdScheme("CAP-NF-", 3)
+CAPABILITY_IDS = (FUNCTIONAL_IDS, NON_FUNCTIONAL_IDS)
 
 
 class Capability(Traceable):
-    id: str = Field(pattern=r"^CAP-F-\d{3}$", description="CAP-F-001, …")
+    id: str = Field(
+        default="",
+        description="CAP-F-001, … (unique; code renumbers repeats)",
+        json_schema_extra={"pattern": id_pattern(FUNCTIONAL_IDS.prefix, FUNCTIONAL_IDS.width)},
+    )
     name: str
     description: str = ""
-    serves_scope: list[str] = Field(min_length=1, description="SCOPE-n ids it delivers.")
+    serves_scope: Refs = Field(min_length=1, description="SCOPE-n ids it delivers.")
     user_flow: str = ""
     acceptance_criteria: list[str] = Field(default_factory=list, max_length=6)
 
 
 class NonFunctional(Traceable):
-    id: str = Field(pattern=r"^CAP-NF-\d{3}$", description="CAP-NF-001, …")
+    id: str = Field(
+        default="",
+        description="CAP-NF-001, … (unique; code renumbers repeats)",
+        json_schema_extra={
+            "pattern": id_pattern(NON_FUNCTIONAL_IDS.prefix, NON_FUNCTIONAL_IDS.width)
+        },
+    )
     name: str
     description: str = ""
     category: str = Field(default="other", description="privacy, performance, availability, …")
@@ -30,18 +46,31 @@ class CapabilityModel(TolerantModel):
     non_functional: list[NonFunctional] = Field(default_factory=list, max_length=8)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> CapabilityModel:
-        ids = self.ids()
-        if len(ids) != len(self.functional) + len(self.non_functional):
-            raise ValueError("capability ids must be unique")
+    def _number(self) -> CapabilityModel:
+        renumber(self.functional, FUNCTIONAL_IDS)
+        renumber(self.non_functional, NON_FUNCTIONAL_IDS)
         return self
 
     def ids(self) -> set[str]:
         return {c.id for c in self.functional} | {c.id for c in self.non_functional}
 
+    def catalog(self) -> dict[str, str]:
+        """The ids later stages may reference, with their names."""
+        return {c.id: c.name for c in [*self.functional, *self.non_functional]}
+
 
 class CapabilityModelOutput(StageOutput):
     payload: CapabilityModel
+
+
+def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Scope references spelled as mvp-scope's ids (``scope 2``, a title → ``SCOPE-2``)."""
+    scope = view.payload("mvp-scope")
+    if scope is not None:
+        known = scope.catalog()
+        for c in output.payload.functional:
+            c.serves_scope = relink(c.serves_scope, known, (SCOPE_IDS,))
+    return output
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
@@ -69,5 +98,6 @@ SPEC = StageSpec(
     "Capability model",
     CapabilityModelOutput,
     needs=("mvp-scope",),
+    finalize=finalize,
     check=check,
 )

@@ -8,13 +8,19 @@ from pydantic import Field, field_validator, model_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import INVARIANT_REF, StageOutput, Traceable, _as_list
+from haytham.schemas.ids import IdScheme, id_pattern, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
 
 Appetite = Literal["small", "medium", "large"]
+SCOPE_IDS = IdScheme("SCOPE-")
 
 
 class ScopeItem(Traceable):
-    id: str = Field(pattern=r"^SCOPE-\d+$", description="SCOPE-1, SCOPE-2, …")
+    id: str = Field(
+        default="",
+        description="SCOPE-1, SCOPE-2, … (unique; code renumbers repeats)",
+        json_schema_extra={"pattern": id_pattern(SCOPE_IDS.prefix, SCOPE_IDS.width)},
+    )
     title: str
     description: str = ""
     honours_exclusion: list[str] = Field(
@@ -53,15 +59,16 @@ class MvpScope(TolerantModel):
         return v.strip().lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> MvpScope:
-        ids = [i.id for i in self.in_scope + self.out_of_scope]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"scope ids must be unique: {dupes}")
+    def _number(self) -> MvpScope:
+        renumber(self.in_scope + self.out_of_scope, SCOPE_IDS)
         return self
 
     def scope_ids(self) -> set[str]:
         return {i.id for i in self.in_scope}
+
+    def catalog(self) -> dict[str, str]:
+        """The ids later stages may reference (IN-scope items), with their titles."""
+        return {i.id: i.title for i in self.in_scope}
 
 
 class MvpScopeOutput(StageOutput):

@@ -8,24 +8,35 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
+from haytham.stages.architecture_decisions import DECISION_IDS
 from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.capability_model import CAPABILITY_IDS
 
 APPETITE_BOUNDS = {"small": 8, "medium": 15, "large": 25}
+STORY_IDS = IdScheme("STORY-", 3)
 
 
 class Story(Traceable):
-    id: str = Field(pattern=r"^STORY-\d{3}$", description="STORY-001, …")
+    id: str = Field(
+        default="",
+        description="STORY-001, … (unique; code renumbers repeats)",
+        json_schema_extra={"pattern": id_pattern(STORY_IDS.prefix, STORY_IDS.width)},
+    )
     title: str
     description: str = ""
-    component: str = Field(description="The part of the system, e.g. web-app, api, admin.")
+    component: str = Field(
+        default="",
+        description="The part of the system, e.g. web-app, api, admin (default: the layer).",
+    )
     layer: Literal["frontend", "backend", "data", "infra", "integration"]
-    implements: list[str] = Field(min_length=1, description="CAP and DEC ids it implements.")
-    depends_on: list[str] = Field(default_factory=list, description="STORY ids.")
+    implements: Refs = Field(min_length=1, description="CAP and DEC ids it implements.")
+    depends_on: Refs = Field(default_factory=list, description="STORY ids.")
     acceptance_criteria: list[str] = Field(default_factory=list, max_length=6)
     technologies: list[str] = Field(default_factory=list, max_length=6)
     requires: list[str] = Field(default_factory=list, description="Trait tags relied on.")
@@ -74,6 +85,20 @@ class StoryGeneration(TolerantModel):
     cycles: SkipJsonSchema[list[list[str]]] = Field(default_factory=list)  # computed
     appetite: SkipJsonSchema[str | None] = None  # the bound applied
 
+    @model_validator(mode="after")
+    def _number(self) -> StoryGeneration:
+        """Unique story ids; dependencies follow a renamed id only where the spelling was
+        unambiguous (a repeated id keeps pointing at its first story)."""
+        written = [s.id for s in self.stories]
+        renumber(self.stories, STORY_IDS)
+        first = {}
+        for raw, final in zip(written, (s.id for s in self.stories), strict=True):
+            first.setdefault(str(raw), final)
+        known = {s.id: s.title for s in self.stories}
+        for s in self.stories:
+            s.depends_on = relink([first.get(d, d) for d in s.depends_on], known, (STORY_IDS,))
+        return self
+
 
 class StoryGenerationOutput(StageOutput):
     payload: StoryGeneration
@@ -84,7 +109,23 @@ def effective_appetite(view: StageView) -> str:
     return view.appetite or (scope.appetite if scope is not None else "medium")
 
 
+def _implementable(view: StageView) -> dict[str, str]:
+    """The CAP and DEC ids a story may implement (id → name)."""
+    known: dict[str, str] = {}
+    for slug in ("capability-model", "architecture-decisions"):
+        earlier = view.payload(slug)
+        if earlier is not None:
+            known |= earlier.catalog()
+    return known
+
+
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    known = _implementable(view)
+    for s in output.payload.stories:
+        if known:
+            s.implements = relink(s.implements, known, (*CAPABILITY_IDS, DECISION_IDS))
+        if not s.component.strip():
+            s.component = s.layer
     order, cycles = dependency_order(output.payload.stories)
     payload = output.payload.model_copy(
         update={"order": order, "cycles": cycles, "appetite": effective_appetite(view)}
@@ -104,6 +145,16 @@ def check(output: StageOutput, view: StageView) -> list[str]:
         )
     for cycle in output.payload.cycles:
         problems.append(f"dependency cycle: {' -> '.join(cycle + cycle[:1])}")
+    known = _implementable(view)
+    story_ids = {s.id for s in output.payload.stories}
+    for s in output.payload.stories:
+        unknown = [r for r in s.implements if known and r not in known]
+        unknown += [d for d in s.depends_on if d not in story_ids]
+        if unknown:
+            problems.append(
+                f"{s.id} references ids that name nothing: {unknown} (valid: the CAP and DEC "
+                "ids listed under 'Ids you may reference', and this answer's STORY ids)"
+            )
     return problems
 
 
