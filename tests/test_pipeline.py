@@ -102,6 +102,18 @@ def test_auto_approve_writes_ten_valid_envelopes_and_counts_calls(tmp_path, idea
     assert all(c["auto"] for c in gates["1"]["clarifications"])
 
 
+def test_the_anchor_is_extracted_from_the_idea_and_stage_1s_whole_output(tmp_path, monkeypatch):
+    prompts = capture_prompts(monkeypatch)
+    with make_service(replay_settings(tmp_path)) as svc:
+        sid = svc.create_session(POWER8_IDEA)
+        svc.run(sid, until=1)
+        analysis = svc.load_state(sid)["outputs"]["idea-analysis"]
+    (call,) = [p for p in prompts if p["agent"] == "anchor-extraction"]
+    assert "<<<IDEA" in call["text"] and analysis["tldr"] in call["text"]
+    assert analysis["content"].strip() in call["text"]  # the prose, not only the TL;DR
+    assert json.dumps(analysis["payload"]["solution_concept"], ensure_ascii=False) in call["text"]
+
+
 def test_every_stage_prompt_carries_the_full_anchor(tmp_path, monkeypatch):
     prompts = capture_prompts(monkeypatch)
     with make_service(replay_settings(tmp_path)) as svc:
