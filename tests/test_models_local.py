@@ -252,14 +252,9 @@ def test_server_errors_map_to_strands_exceptions(fake_server: FakeServer) -> Non
 def test_server_that_fails_to_start_reports_log_tail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_binary = tmp_path / "bin" / "llama-server"
-    fake_binary.parent.mkdir()
-    fake_binary.write_text(
-        "#!/bin/sh\necho 'loading model'\necho 'error: failed to load model' >&2\nexit 1\n"
-    )
-    fake_binary.chmod(0o755)
+    failing = ["sh", "-c", "echo 'loading model'; echo 'error: failed to load model' >&2; exit 1"]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(llama_server, "llama_server_binary", lambda: fake_binary)
+    monkeypatch.setattr(llama_server, "server_command", lambda *a: failing)
     monkeypatch.setattr(llama_server, "local_model_path", lambda: tmp_path / "model.gguf")
     server = LocalServer(context_size=2048, startup_timeout=10)
     with pytest.raises(ConfigError) as info:
@@ -298,3 +293,13 @@ def test_runtime_starts_one_server_for_all_threads(monkeypatch: pytest.MonkeyPat
     assert created[0].stopped
     with pytest.raises(ConfigError, match="closed"):
         runtime.local_url()
+
+
+def test_the_server_command_runs_the_embedded_llama_cpp_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(llama_server, "local_extra_problem", lambda: None)
+    command = llama_server.server_command(tmp_path / "m.gguf", 8123, 4096, 2)
+    assert command[1:3] == ["-m", "haytham.models.llama_child"]
+    assert command[command.index("--port") + 1] == "8123"
+    assert command[command.index("--ctx") + 1] == "4096"

