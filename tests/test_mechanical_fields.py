@@ -181,16 +181,16 @@ def test_salvage_gives_up_when_nothing_usable_is_left():
 # -- through the pipeline (replay model) -------------------------------------------------------
 
 
+def _session_with(tmp_path, replacement, agent):
+    """A Power of 8 replay session whose ``agent`` answers come from ``replacement``."""
+    cassette = cassette_with(tmp_path, replacement, drop_agents={agent}, passing_verifiers=True)
+    svc = make_service(replay_settings(tmp_path, cassette=cassette))
+    return svc, svc.create_session(POWER8_IDEA, appetite="small")
+
+
 def test_a_weak_models_repeated_scope_ids_no_longer_stop_the_run(tmp_path, monkeypatch):
     prompts = capture_prompts(monkeypatch)
-    cassette = cassette_with(
-        tmp_path,
-        POWER8 / "scope_ids_repeated.jsonl",
-        drop_agents={"mvp-scope"},
-        passing_verifiers=True,
-    )
-    svc = make_service(replay_settings(tmp_path, cassette=cassette))
-    sid = svc.create_session(POWER8_IDEA, appetite="small")
+    svc, sid = _session_with(tmp_path, POWER8 / "scope_ids_repeated.jsonl", "mvp-scope")
     with svc:
         outcome = svc.run(sid, auto_approve=True, until=2)
         state = svc.load_state(sid)
@@ -206,14 +206,8 @@ def test_a_weak_models_repeated_scope_ids_no_longer_stop_the_run(tmp_path, monke
 
 
 def test_an_answer_invalid_after_the_repair_turn_lands_for_review_and_blocks_its_gate(tmp_path):
-    cassette = cassette_with(
-        tmp_path,
-        POWER8 / "invalid" / "stories_invalid_twice.jsonl",
-        drop_agents={"story-generation"},
-        passing_verifiers=True,
-    )
-    svc = make_service(replay_settings(tmp_path, cassette=cassette))
-    sid = svc.create_session(POWER8_IDEA, appetite="small")
+    invalid = POWER8 / "invalid" / "stories_invalid_twice.jsonl"
+    svc, sid = _session_with(tmp_path, invalid, "story-generation")
     with svc:
         outcome = svc.run(sid, auto_approve=True, until=4)
         assert outcome.gate == 4

@@ -7,9 +7,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
-from haytham.schemas.ids import DecisionIds, Refs, relink, renumber
+from haytham.schemas.ids import DecisionIds, Refs, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.capability_model import CAPABILITY_IDS
+from haytham.stages.capability_model import relink_to_capabilities
 
 DECISION_IDS = DecisionIds()
 
@@ -57,11 +57,8 @@ class ArchitectureDecisionsOutput(StageOutput):
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    relink_to_capabilities(output.payload.decisions, "serves", view)
     caps = view.payload("capability-model")
-    if caps is not None:
-        known = caps.catalog()
-        for d in output.payload.decisions:
-            d.serves = relink(d.serves, known, CAPABILITY_IDS)
     ids = sorted(c.id for c in caps.functional) if caps is not None else []
     served = {s for d in output.payload.decisions for s in d.serves}
     coverage = Coverage(

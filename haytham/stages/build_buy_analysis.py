@@ -8,10 +8,10 @@ from pydantic import Field, field_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
-from haytham.schemas.ids import Refs, relink
+from haytham.schemas.ids import Refs
 from haytham.schemas.traits import ItemDeployment, near_value
 from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.capability_model import CAPABILITY_IDS
+from haytham.stages.capability_model import relink_to_capabilities
 
 
 class BuildBuyItem(Traceable):
@@ -59,11 +59,7 @@ class BuildBuyAnalysisOutput(StageOutput):
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
     """Capability references spelled as capability-model's ids."""
-    caps = view.payload("capability-model")
-    if caps is not None:
-        known = caps.catalog()
-        for item in output.payload.items:
-            item.capabilities = relink(item.capabilities, known, CAPABILITY_IDS)
+    relink_to_capabilities(output.payload.items, "capabilities", view)
     return output
 
 

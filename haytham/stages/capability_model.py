@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from haytham.schemas.base import TolerantModel
@@ -61,6 +64,16 @@ class CapabilityModel(TolerantModel):
 
 class CapabilityModelOutput(StageOutput):
     payload: CapabilityModel
+
+
+def relink_to_capabilities(items: Sequence[Any], field: str, view: StageView) -> None:
+    """Spell each item's ``field`` references as capability-model's ids, in place."""
+    caps = view.payload("capability-model")
+    if caps is None:
+        return
+    known = caps.catalog()
+    for item in items:
+        setattr(item, field, relink(getattr(item, field), known, CAPABILITY_IDS))
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
