@@ -237,7 +237,13 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(st, indent=2, ensure_ascii=False))
         return
-    print(f"session {st['session_id']}: {st['status']}")
+    where = {
+        "running": "running (a process is working on it)",
+        "waiting": f"waiting at Gate {st['gate']}",
+        "failed": "failed",
+        "stopped": "stopped before finishing; `haytham resume` continues it",
+    }.get(st["state"], st["state"])
+    print(f"session {st['session_id']}: {where}")
     if st["verdict"]:
         print(f"verdict: {st['verdict']}")
     for slug, row in st["summary"]["stages"].items():
@@ -271,7 +277,10 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Burr logs a failing action with its state and a traceback; the CLI reports one sentence.
-    logging.getLogger("burr").setLevel(logging.CRITICAL)
+    # Strands logs a failed swarm node's model call with full tracebacks; the CLI reports one
+    # sentence per problem instead.
+    for name in ("burr", "strands", "httpx", "botocore"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     args = build_parser().parse_args(argv)
     try:
         return _cmd(args)

@@ -51,6 +51,17 @@ def last_error(events: list[dict[str, Any]]) -> str | None:
     return f"{error[0]}: {error[1]}" if error else None
 
 
+def standing(status: str, busy: bool, error: str | None) -> str:
+    """One word for where a session stands: running, waiting, failed, done or stopped."""
+    if busy:
+        return "running"
+    if status.startswith("waiting_gate_"):
+        return "waiting"
+    if status in ("done", "rejected"):
+        return status
+    return "failed" if error else "stopped"
+
+
 def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]:
     try:
         events, unreadable = files.events(), []
@@ -69,6 +80,7 @@ def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]
         .get("payload", {})
         .get("verdict"),
         "last_error": last_error(events),
+        "state": standing(status, files.is_busy(), last_error(events)),
         "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
         "blocking": [],

@@ -212,7 +212,7 @@ def test_a_read_only_sessions_folder_fails_clearly_and_writes_nothing(tmp_path, 
     assert "not writable" in capsys.readouterr().err
     assert not (view / "new").exists()
     assert main(["status", "disk", *opts]) == 0  # reading still works
-    assert "waiting_gate_2" in capsys.readouterr().out
+    assert "waiting at Gate 2" in capsys.readouterr().out
     assert main(["export", "disk", "--format", "json", *opts]) == 0
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
@@ -280,7 +280,7 @@ def test_status_names_each_broken_projected_file_and_resume_repairs_them(session
     capsys.readouterr()
     assert main(["status", "broken", *opts]) == 0
     out = capsys.readouterr().out
-    assert "session broken: waiting_gate_2" in out
+    assert "session broken: waiting at Gate 2" in out
     lines = _broken_lines(out)
     assert len(lines) == len(PROJECTED)
     for rel, (_, says) in PROJECTED.items():
@@ -307,7 +307,7 @@ def test_a_broken_record_file_is_named_by_status_and_by_resume(sessions, rel, da
     capsys.readouterr()
     assert main(["status", "broken", *opts]) == 0
     out = capsys.readouterr().out
-    assert "session broken: waiting_gate_2" in out
+    assert "session broken: waiting at Gate 2" in out
     (line,) = _broken_lines(out)
     assert str(path) in line and says in line
     _healthy_still_works(sessions, capsys)
