@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from haytham.schemas.base import TolerantModel
+from haytham.schemas.ids import as_refs
 
 TLDR_MAX_WORDS = 300
 INVARIANT_REF = r"^INV-\d{1,2}$"
@@ -23,15 +24,6 @@ class Claim(TolerantModel):
         description="web_search only when a search tool result supports it."
     )
     evidence: str | None = Field(default=None, description="URL, tool result or reasoning.")
-
-
-def _as_list(v: object) -> object:
-    """A weak model's single reference ("INV-1", or "INV-1, INV-3") or null as a list."""
-    if v is None:
-        return []
-    if isinstance(v, str | int) and not isinstance(v, bool):
-        return [p.strip() for p in str(v).split(",") if p.strip()]
-    return v
 
 
 class Traceable(TolerantModel):
@@ -52,7 +44,7 @@ class Traceable(TolerantModel):
     @field_validator("carries", mode="before")
     @classmethod
     def _listify(cls, v: object) -> object:
-        return _as_list(v)
+        return as_refs(v)
 
 
 class InvariantOverride(TolerantModel):

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import INVARIANT_REF, StageOutput, Traceable, _as_list
-from haytham.schemas.ids import IdScheme, id_pattern, renumber
+from haytham.schemas.envelope import INVARIANT_REF, StageOutput, Traceable
+from haytham.schemas.ids import IdScheme, as_refs, id_pattern, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
 
 Appetite = Literal["small", "medium", "large"]
@@ -35,7 +35,7 @@ class ScopeItem(Traceable):
     @field_validator("honours_exclusion", mode="before")
     @classmethod
     def _listify_honours(cls, v: object) -> object:
-        return _as_list(v)
+        return as_refs(v)
 
 
 class UserFlow(TolerantModel):
