@@ -8,7 +8,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,41 @@ from haytham.evals.cli import add_parser as add_eval_parser
 from haytham.idea import read_idea_file
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
+DEBUG_HELP = "show library logs and the traceback behind an error"
+# Loggers of the libraries underneath; by default they print nothing below CRITICAL.
+LIBRARY_LOGGERS = (
+    "burr",
+    "strands",
+    "httpx",
+    "httpcore",
+    "botocore",
+    "boto3",
+    "urllib3",
+    "openai",
+    "anthropic",
+    "ollama",
+    "sentence_transformers",
+    "opentelemetry",
+    "asyncio",
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sessions-dir", type=Path, help="where sessions live (default ./sessions)")
     p.add_argument("--provider", help="local|anthropic|bedrock|openai|ollama|llamacpp|replay")
     p.add_argument("--cassette", type=Path, help="replay provider: cassette file or folder")
+    # SUPPRESS: when absent here it leaves the top-level flag's value alone
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+
+
+def _progress_flags(p: argparse.ArgumentParser, *, json_flag: bool) -> None:
+    p.add_argument("--quiet", action="store_true", help="show no progress while stages run")
+    if json_flag:
+        p.add_argument(
+            "--json",
+            action="store_true",
+            help="one JSON object per line on stdout for each event, then the outcome",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn a startup idea into a validated specification that "
         "stays faithful to the idea.",
     )
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -51,12 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="approve every gate unattended (ambiguities take their first option)",
     )
     p.add_argument("--appetite", choices=("small", "medium", "large"))
-    p.add_argument("--json", action="store_true")
+    _progress_flags(p, json_flag=True)
     p = add("resume", "continue a session at its next step")
     p.add_argument("session_id")
     p.add_argument("--until", choices=GATE_CHOICES)
     p.add_argument("--auto-approve", action="store_true")
-    p.add_argument("--json", action="store_true")
+    _progress_flags(p, json_flag=True)
     p = add("status", "where a session stands")
     p.add_argument("session_id")
     p.add_argument("--json", action="store_true")
@@ -69,19 +101,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("session_id")
         p.add_argument("--gate", type=int, required=True)
         p.add_argument("--note", default="")
+        _progress_flags(p, json_flag=False)
     p = add("rework", "send a stage back with feedback")
     p.add_argument("session_id")
     p.add_argument("--stage", required=True)
     p.add_argument("--feedback", required=True)
+    _progress_flags(p, json_flag=False)
     p = add("override", "override what blocks a gate, with a reason")
     p.add_argument("session_id")
     p.add_argument("--gate", type=int, required=True)
     p.add_argument("--reason", required=True)
     p.add_argument("--target", help="one blocking item id (default: all open ones)")
+    _progress_flags(p, json_flag=False)
     p = add("clarify", "resolve an ambiguous invariant at Gate 1")
     p.add_argument("session_id")
     p.add_argument("--invariant", required=True)
     p.add_argument("--choice", required=True, help="an option's text or its number")
+    _progress_flags(p, json_flag=False)
     p = add("clear-from", "discard a stage and everything after it")
     p.add_argument("session_id")
     p.add_argument("stage")
@@ -184,25 +220,40 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
         return _session_cmd(args, settings, svc)
 
 
-def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
-    if args.command == "run":
-        idea = read_idea_file(args.idea_file) if args.idea_file else args.idea
-        from haytham.models.providers import check_provider
+def _progressing(
+    args: argparse.Namespace, settings: Settings, session_id: str
+) -> contextlib.AbstractContextManager[Any]:
+    """Show the session's stages on stderr while the block runs (``--json``: as JSON lines
+    on stdout; ``--quiet``: nothing)."""
+    from haytham.progress import events_path, make_renderer, showing_progress
 
-        check_provider(settings)
-        sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
-        args.session_id = sid  # named in the hint if the run fails
-        print(f"session: {sid}", file=sys.stderr)
+    if getattr(args, "quiet", False):
+        return contextlib.nullcontext()
+    mode = "json" if getattr(args, "json", False) else "auto"
+    renderer = make_renderer(mode, stdout=sys.stdout, stderr=sys.stderr)
+    return showing_progress(events_path(settings.sessions_dir, session_id), renderer)
+
+
+def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
+    if args.command in ("run", "resume"):
+        if args.command == "run":
+            idea = read_idea_file(args.idea_file) if args.idea_file else args.idea
+            from haytham.models.providers import check_provider
+
+            check_provider(settings)
+            sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
+            args.session_id = sid  # named in the hint if the run fails
+            print(f"session: {sid}", file=sys.stderr)
         _caveat(settings)
-        _print_outcome(
-            svc.run(sid, until=gate_of(args.until), auto_approve=args.auto_approve), args.json
-        )
-    elif args.command == "resume":
-        _caveat(settings)
-        _print_outcome(
-            svc.run(args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve),
-            args.json,
-        )
+        with _progressing(args, settings, args.session_id):
+            outcome = svc.run(
+                args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve
+            )
+        _print_outcome(outcome, args.json)
+    elif args.command in ("approve", "reject", "rework", "override", "clarify"):
+        with _progressing(args, settings, args.session_id):
+            outcome = _decide(args, svc)
+        _print_outcome(outcome)
     elif args.command == "status":
         _print_status(svc.status(args.session_id), args.json)
     elif args.command == "sessions":
@@ -210,16 +261,6 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
             print(sid)
     elif args.command == "show":
         print(svc.show(args.session_id, args.stage))
-    elif args.command == "approve":
-        _print_outcome(svc.approve(args.session_id, args.gate, args.note))
-    elif args.command == "reject":
-        _print_outcome(svc.reject(args.session_id, args.gate, args.note))
-    elif args.command == "rework":
-        _print_outcome(svc.rework(args.session_id, args.stage, args.feedback))
-    elif args.command == "override":
-        _print_outcome(svc.override(args.session_id, args.gate, args.reason, args.target))
-    elif args.command == "clarify":
-        _print_outcome(svc.clarify(args.session_id, args.invariant, args.choice))
     elif args.command == "clear-from":
         _print_outcome(svc.clear_from(args.session_id, args.stage))
     elif args.command == "fork":
@@ -231,6 +272,19 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         else:
             sys.stdout.write(text)
     return 0
+
+
+def _decide(args: argparse.Namespace, svc: Any) -> Any:
+    """A reviewer's command at a gate; approve and rework run on to the next gate."""
+    if args.command == "approve":
+        return svc.approve(args.session_id, args.gate, args.note)
+    if args.command == "reject":
+        return svc.reject(args.session_id, args.gate, args.note)
+    if args.command == "rework":
+        return svc.rework(args.session_id, args.stage, args.feedback)
+    if args.command == "override":
+        return svc.override(args.session_id, args.gate, args.reason, args.target)
+    return svc.clarify(args.session_id, args.invariant, args.choice)
 
 
 def _print_status(st: dict[str, Any], as_json: bool) -> None:
@@ -275,16 +329,76 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         print(f"broken file: {f}")
 
 
+class _OneLineLogs(logging.Handler):
+    """Log records on the current ``sys.stderr``. By default: Haytham's own warnings and any
+    library's CRITICAL records, one line each, never a traceback. With ``--debug``: everything
+    that reaches the handler, with tracebacks."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.debug = debug
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):  # logging must never break or trace the command
+            if self.debug:
+                text = self.format(record)
+            else:
+                own = record.name == "haytham" or record.name.startswith("haytham.")
+                if not own and record.levelno < logging.CRITICAL:
+                    return
+                text = f"{record.levelname.lower()}: {record.getMessage()}"
+            sys.stderr.write(text + "\n")
+
+
+@contextlib.contextmanager
+def _quiet_libraries(debug: bool) -> Iterator[None]:
+    """For one command: library loggers print nothing below CRITICAL and nothing with a
+    traceback (a failed swarm node's model call makes Strands log two); ``--debug`` shows
+    Haytham's logs at DEBUG and the libraries' at WARNING, tracebacks included. Levels, the
+    handler and the thread hook are put back afterwards (tests call ``main`` in-process)."""
+    names = ("", "haytham", *LIBRARY_LOGGERS)
+    saved = {name: logging.getLogger(name).level for name in names}
+    root = logging.getLogger()
+    handler = _OneLineLogs(debug)
+    hook = threading.excepthook
+    root.setLevel(logging.WARNING if debug else logging.CRITICAL)
+    logging.getLogger("haytham").setLevel(logging.DEBUG if debug else logging.WARNING)
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if debug else logging.CRITICAL)
+    if not debug:
+
+        def one_line(info: threading.ExceptHookArgs) -> None:
+            print(
+                f"error in thread {info.thread.name if info.thread else '?'}: "
+                f"{info.exc_type.__name__}: {info.exc_value}",
+                file=sys.stderr,
+            )
+
+        threading.excepthook = one_line
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        threading.excepthook = hook
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    # Burr logs a failing action with its state and a traceback; the CLI reports one sentence.
-    # Strands logs a failed swarm node's model call with full tracebacks; the CLI reports one
-    # sentence per problem instead.
-    for name in ("burr", "strands", "httpx", "botocore"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
     args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    with _quiet_libraries(debug):
+        return _main(args, debug)
+
+
+def _main(args: argparse.Namespace, debug: bool) -> int:
     try:
         return _cmd(args)
     except HaythamError as exc:
+        if debug:
+            traceback.print_exc(file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         sid = getattr(args, "session_id", None)
         if (
@@ -307,8 +421,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 130
     except ValueError as exc:  # bad settings values from env / flags
+        if debug:
+            traceback.print_exc(file=sys.stderr)
         print(f"error: {InputError(str(exc))}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug: one sentence here, the traceback with --debug
+        if debug:
+            raise
+        print(
+            f"error: unexpected {type(exc).__name__}: {exc} (a bug in haytham; rerun with "
+            "--debug for the traceback and report it).",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":
