@@ -30,6 +30,18 @@ def replay_settings(tmp_path: Path, cassette: Path = POWER8_RUN, **overrides: An
     )
 
 
+def replay_cli_args(tmp_path: Path, cassette: Path = POWER8_RUN) -> list[str]:
+    """The CLI options for a replay run with ``cassette`` and sessions under ``tmp_path``."""
+    return [
+        "--provider",
+        "replay",
+        "--cassette",
+        str(cassette),
+        "--sessions-dir",
+        str(tmp_path / "sessions"),
+    ]
+
+
 def cassette_with(
     tmp_path: Path,
     *replacements: Path,

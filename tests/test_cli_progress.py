@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import POWER8_IDEA, POWER8_RUN, cassette_with
+from pipeline_helpers import POWER8_IDEA, POWER8_RUN, cassette_with, replay_cli_args
 
 from haytham.cli import main
 from haytham.progress import (
@@ -30,14 +30,7 @@ AMBIGUOUS = ("interaction_model", "session_medium")
 
 
 def _opts(tmp_path: Path, cassette: Path = POWER8_RUN) -> list[str]:
-    return [
-        "--provider",
-        "replay",
-        "--cassette",
-        str(cassette),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
-    ]
+    return replay_cli_args(tmp_path, cassette)
 
 
 def _run(tmp_path: Path, sid: str, *extra: str, cassette: Path = POWER8_RUN) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_settings
+from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args, replay_settings
 
 from haytham.app import make_service
 from haytham.cli import main
@@ -12,10 +12,7 @@ from haytham.cli import main
 
 def _status(tmp_path, cassette, sid, capsys, *extra):
     capsys.readouterr()
-    code = main(
-        ["status", sid, "--provider", "replay", "--cassette", str(cassette)]
-        + ["--sessions-dir", str(tmp_path / "sessions"), *extra]
-    )
+    code = main(["status", sid, *replay_cli_args(tmp_path, cassette), *extra])
     return code, capsys.readouterr().out
 
 

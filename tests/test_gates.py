@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import POWER8_IDEA, capture_prompts, cassette_with, replay_settings
+from pipeline_helpers import (
+    POWER8_IDEA,
+    capture_prompts,
+    cassette_with,
+    replay_cli_args,
+    replay_settings,
+)
 
 from haytham.app import make_service
 from haytham.errors import GateError, InputError
@@ -116,14 +122,7 @@ def test_no_go_blocks_gate_1_until_overridden_and_the_override_is_logged(tmp_pat
     from haytham.cli import main
 
     cassette = _no_go_cassette(tmp_path)
-    opts = [
-        "--provider",
-        "replay",
-        "--cassette",
-        str(cassette),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
-    ]
+    opts = replay_cli_args(tmp_path, cassette)
     idea = tmp_path / "idea.md"
     idea.write_text(POWER8_IDEA)
     assert main(["run", "--idea-file", str(idea), "--session-id", "nogo", *opts]) == 0

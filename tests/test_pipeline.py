@@ -11,6 +11,7 @@ from pipeline_helpers import (
     POWER8_RUN,
     capture_prompts,
     cassette_with,
+    replay_cli_args,
     replay_settings,
 )
 
@@ -21,17 +22,7 @@ from haytham.stages import STAGES
 
 
 def cli(tmp_path, *args, cassette=POWER8_RUN):
-    return main(
-        [
-            *args,
-            "--provider",
-            "replay",
-            "--cassette",
-            str(cassette),
-            "--sessions-dir",
-            str(tmp_path / "sessions"),
-        ]
-    )
+    return main([*args, *replay_cli_args(tmp_path, cassette)])
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import POWER8_IDEA
+from pipeline_helpers import POWER8_IDEA, replay_cli_args
 from verify_helpers import (
     CLEAN,
     DRIFT,
@@ -153,21 +153,7 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     assert exported["verifications"]["HOW"]["status"] == "failed"
 
     cassette = tmp_path / "cassette.jsonl"
-    assert (
-        main(
-            [
-                "status",
-                sid,
-                "--provider",
-                "replay",
-                "--cassette",
-                str(cassette),
-                "--sessions-dir",
-                str(tmp_path / "sessions"),
-            ]
-        )
-        == 0
-    )
+    assert main(["status", sid, *replay_cli_args(tmp_path, cassette)]) == 0
     printed = capsys.readouterr().out
     assert "override at Gate 3 [violation:access_model:architecture-decisions]" in printed
     assert "verify-how" in printed and "verify-what" in printed
