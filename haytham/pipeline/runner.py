@@ -35,6 +35,7 @@ from haytham.stages.base import PROMPTS_DIR
 from haytham.stages.story_generation import APPETITE_BOUNDS, effective_appetite
 from haytham.store import SessionFiles
 from haytham.tools.web_search import make_web_search
+from haytham.validate.grounding import ground_anchor
 from haytham.verify.receiving import InputValidation, input_validation_enabled
 
 ANCHOR_AGENT = "anchor-extraction"
@@ -312,7 +313,8 @@ class StageRunner:
         try:
             for _ in range(MAX_ANCHOR_TIGHTENING + 1):
                 ctx = build_anchor_context(state["idea"], analysis, problems)
-                anchor = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
+                answer = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
+                anchor = ground_anchor(answer, state["idea"])
                 tokens = anchor.token_count()
                 if tokens <= ANCHOR_TOKEN_BUDGET:
                     break

@@ -113,6 +113,8 @@ class Invariant(TolerantModel):
     # Set by code only (a reviewer's choice, or --auto-approve); hidden from the model's schema.
     user_clarified: SkipJsonSchema[bool] = False
     auto_resolved: SkipJsonSchema[bool] = False
+    # Set by code (haytham.validate.grounding): is ``source`` found in the idea? None: unchecked.
+    grounded: SkipJsonSchema[bool | None] = None
 
     @field_validator("property")
     @classmethod
@@ -205,12 +207,15 @@ class Invariant(TolerantModel):
             clarification_options=[],
             user_clarified=by_user,
             auto_resolved=not by_user,
+            grounded=self.grounded,
         )
 
 
 class IdentityFeature(TolerantModel):
     feature: str = Field(min_length=1, description="The distinctive element of the idea.")
     why_distinctive: str = Field(default="", description="Why an LLM is likely to genericize it.")
+    source: str = Field(default="", description="Exact quote of the idea that shows it.")
+    grounded: SkipJsonSchema[bool | None] = None  # set by code, as for invariants
 
 
 class ConceptAnchor(TolerantModel):
@@ -385,7 +390,9 @@ class ConceptAnchor(TolerantModel):
         if self.identity:
             lines.append("Identity (do not genericize):")
             lines += [
-                f"- {f.feature}" + (f" ({f.why_distinctive})" if f.why_distinctive else "")
+                f"- {f.feature}"
+                + (f" ({f.why_distinctive})" if f.why_distinctive else "")
+                + (" [not found in the idea]" if f.grounded is False else "")
                 for f in self.identity
             ]
         return "\n".join(lines)
