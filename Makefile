@@ -40,6 +40,8 @@ run: $(VENV)/.local
 	  --server.headless true --browser.gatherUsageStats false
 
 test: $(VENV)/.base browser
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/pytest -q
 
 test-slow: $(VENV)/.local
