@@ -67,7 +67,9 @@ def start(state: State) -> State:
     return state.update(status="running", route=None)
 
 
-@action(reads=["idea", "anchor_text", "outputs", "appetite", "reviews"], writes=STAGE_WRITES)
+@action(
+    reads=["idea", "anchor", "anchor_text", "outputs", "appetite", "reviews"], writes=STAGE_WRITES
+)
 def run_stage(state: State, spec: StageSpec, runner: StageRunner) -> State:
     current = state.get_all()
     result = runner.run_stage(spec, current)
@@ -80,6 +82,11 @@ def run_stage(state: State, spec: StageSpec, runner: StageRunner) -> State:
             "problems": result.problems,
             "at": now(),
             **({"quality_flags": result.quality_flags} if result.quality_flags is not None else {}),
+            **(
+                {"anchor": ConceptAnchor.model_validate(current["anchor"]).digest()}
+                if current.get("anchor")
+                else {}
+            ),
         },
     }
     reviews = dict(current["reviews"])

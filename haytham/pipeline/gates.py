@@ -17,7 +17,7 @@ from haytham.errors import GateError, InputError
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.gate import AnchorEdit, Clarification, GateRecord, Override
 from haytham.schemas.verification import ReviewArtifact, ReviewIssue
-from haytham.stages import Phase, get_stage, phase_stages
+from haytham.stages import STAGES, Phase, get_stage, phase_stages
 from haytham.store import now
 
 NEXT_ACTION = {
@@ -101,6 +101,21 @@ def blocking_items(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]
                     )
                 )
     return items
+
+
+def stale_stages(state: Mapping[str, Any]) -> list[str]:
+    """Stages (in order) that ran with an anchor whose values have since changed.
+
+    Their outputs, validator findings and their phase's verification were made against the old
+    anchor; ``clear-from`` the first of them re-runs them against the current one. A stage that
+    recorded no anchor digest (stage 1, or a session from before digests) is never stale.
+    """
+    anchor = state.get("anchor")
+    if not anchor:
+        return []
+    current = ConceptAnchor.model_validate(anchor).digest()
+    meta = state.get("stage_meta") or {}
+    return [s.slug for s in STAGES if (meta.get(s.slug) or {}).get("anchor") not in (None, current)]
 
 
 def open_blocking(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]:

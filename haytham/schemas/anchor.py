@@ -7,6 +7,8 @@ in every later stage's prompt. Only a reviewer changes it (Gate 1 clarification 
 from __future__ import annotations
 
 import builtins
+import hashlib
+import json
 import math
 import re
 from typing import Literal, get_args
@@ -262,6 +264,22 @@ class ConceptAnchor(TolerantModel):
             for i in self.invariants
         ]
         return self.model_copy(update={"invariants": invs})
+
+    def digest(self) -> str:
+        """A fingerprint of what the anchor asks of later stages (not of confidences or flags).
+
+        Stages record the digest of the anchor they ran with; when a reviewer's clarification or
+        edit changes a value, their digest no longer matches and they are stale.
+        """
+        content = {
+            "intent": self.intent.model_dump(mode="json"),
+            "invariants": [
+                [i.id, i.property, i.kind, i.polarity, i.value, i.trait] for i in self.invariants
+            ],
+            "identity": [f.feature for f in self.identity],
+        }
+        blob = json.dumps(content, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
 
     # -- queries ---------------------------------------------------------------------------
     def invariant(self, prop: str) -> Invariant:
