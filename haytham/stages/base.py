@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from importlib.resources import files
 from pathlib import Path
 
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.stages.trace import resolve_refs
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
+# prompts/ ships inside the package as haytham.prompts (pyproject's package-dir), so a wheel
+# install finds it as well as a checkout does.
+PROMPTS_DIR = Path(str(files("haytham.prompts")))
 
 
 class Phase(StrEnum):
