@@ -4,6 +4,7 @@ repaired after parsing; an answer that still breaks its contract lands for revie
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from pipeline_helpers import (
@@ -123,6 +124,22 @@ def test_relink_maps_near_misses_and_titles_to_known_ids(ref, expected):
     }
     schemes = (IdScheme("CAP-F-", 3), IdScheme("CAP-NF-", 3), DecisionIds())
     assert relink([ref], known, schemes) == [expected]
+
+
+def test_relink_of_a_long_sentence_returns_at_once():
+    """A reference that is a whole sentence (seen from the local model: the idea pasted into
+    ``serves_scope``) once made the leading-id pattern backtrack exponentially; the run hung."""
+    sentence = (
+        "A neighbourhood marketplace for homemade food where home cooks post a small weekly menu "
+        "of three or four dishes with limited portions and neighbours order ahead and collect"
+    )
+    result: list[list[str]] = []
+    worker = threading.Thread(
+        target=lambda: result.append(relink([sentence], {"SCOPE-1": "Pickup slots"})), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=10)
+    assert result == [[sentence]], "relink did not return within 10 s"
 
 
 def test_relink_drops_repeats_and_keeps_order():

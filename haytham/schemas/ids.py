@@ -20,7 +20,10 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 _NON_ALNUM = re.compile(r"[^A-Z0-9]+")
-_LEADING_ID = re.compile(r"^\s*([A-Za-z]+(?:[\s_\-]*[A-Za-z]+)*[\s_\-]*\d+)\b")
+# Letter groups need a separator between them, so a long run of words without a digit fails in
+# linear time (``(?:[\s_\-]*[A-Za-z]+)*`` backtracked exponentially on a sentence: a ReDoS).
+_LEADING_ID = re.compile(r"^\s*([A-Za-z]+(?:[\s_\-]+[A-Za-z]+)*[\s_\-]*\d+)\b")
+_LEADING_ID_SPAN = 40  # an id at the start of a reference is short
 
 
 def as_refs(value: object) -> object:
@@ -162,7 +165,7 @@ def _resolve(
     if text in known:
         return text
     candidates = [text]
-    lead = _LEADING_ID.match(text)
+    lead = _LEADING_ID.match(text[:_LEADING_ID_SPAN])
     if lead is not None:
         candidates.append(lead.group(1))
     for candidate in candidates:
