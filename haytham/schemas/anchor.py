@@ -40,7 +40,7 @@ InvariantKind = Literal[
 Polarity = Literal["requires", "forbids"]
 """``requires``: the product must have/do the value. ``forbids``: it must never have/do it."""
 
-_ID = re.compile(r"^\s*(?:inv)?[\s_\-#]*0*(\d+)\s*$", re.IGNORECASE)
+_ID = re.compile(r"^[\s_\-#]*(?:inv[\s_\-#]*)?0*(\d+)\s*$", re.IGNORECASE)
 _POLARITY_ALIASES = {
     "forbid": "forbids",
     "forbidden": "forbids",

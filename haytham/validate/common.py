@@ -197,7 +197,9 @@ def resolve_ids(anchor: ConceptAnchor | None, refs: Any) -> tuple[str, ...]:
 
 
 NEGATIVE_SPLIT = re.compile(
-    r",?\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+", re.IGNORECASE
+    # (?<!\s): a match starts where a whitespace run starts, so a long run is scanned once
+    r",?(?<!\s)\s+(?:not|rather than|instead of|as opposed to|vs\.?|versus)\s+",
+    re.IGNORECASE,
 )
 
 

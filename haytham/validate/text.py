@@ -33,7 +33,8 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bwon't\b", "will not"),
         (r"n't\b", " not"),
         # "realtime: false" / "payments = none" style statements read as a negation
-        (r"\b([a-z_][\w\-]*)\s*[:=]\s*(?:false|none|no)\b", r"no \1"),
+        # (?<![\w\-]) rather than \b: a match starts at a word's start (linear on long words)
+        (r"(?<![\w\-])([a-z_][\w\-]*)\s*[:=]\s*(?:false|none|no)\b", r"no \1"),
     )
 )
 
