@@ -4,6 +4,11 @@ Every path is derived from a validated session id and checked to stay inside the
 folder before any file is touched. JSON and text writes are atomic (temp file + fsync + rename),
 ``events.jsonl`` is append-only, and a per-session ``flock`` keeps two processes from working on
 one session at once.
+
+No session file is opened through a symbolic link: reads, appends, the lock file and the temp
+files of atomic writes are opened with ``O_NOFOLLOW``, a rename never replaces a symlink, and
+``state.db`` (opened by SQLite) is checked before its path is handed out. A symlinked file is
+refused with one sentence naming it; nothing is read or written through it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
+import stat
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -35,6 +40,8 @@ from haytham.schemas.events import Event
 SESSION_ID = re.compile(r"^[a-z0-9-]{1,64}$")
 SCHEMA_VERSION = 1
 TMP_SUFFIX = ".tmp"
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+SQLITE_FILES = ("state.db", "state.db-journal", "state.db-wal", "state.db-shm")
 
 
 def now() -> str:
@@ -68,11 +75,40 @@ def storage_error(path: Path, exc: OSError) -> StorageError:
     return StorageError(f"Could not write {path}: {why}. Nothing partial was left behind.")
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old or the new file, never a mix."""
+def link_refused(shown: str) -> InputError:
+    """The one sentence for a session file (``shown``) that is a symbolic link."""
+    return InputError(
+        f"{shown} is a symbolic link; refusing to follow it, so nothing was read or "
+        "written through it."
+    )
+
+
+def _refuse_link(path: Path, shown: str | None) -> None:
+    if os.path.islink(path):
+        raise link_refused(shown or str(path))
+
+
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new temp file beside ``path``, created exclusively and never through a symlink."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp file name", str(path.parent))
+
+
+def atomic_write(path: Path, text: str, *, shown: str | None = None) -> None:
+    """Write ``text`` to ``path`` so readers see the old or the new file, never a mix.
+
+    A ``path`` that is a symbolic link is refused (``shown`` names it in the message) before
+    anything is created, and checked again before the rename, which would replace the link.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+        _refuse_link(path, shown)
+        fd, tmp = _temp_file(path)
     except OSError as exc:  # read-only folder, disk full: nothing was created
         raise storage_error(path, exc) from None
     try:
@@ -80,10 +116,13 @@ def atomic_write(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        _refuse_link(path, shown)  # planted while we wrote: keep the link, drop the temp file
         os.replace(tmp, path)
-    except OSError as exc:
+    except (OSError, InputError) as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, InputError):
+            raise
         raise storage_error(path, exc) from None
 
 
@@ -141,7 +180,20 @@ class SessionFiles:
     # -- paths -------------------------------------------------------------------------------
     @property
     def state_db(self) -> Path:
-        return self.root / "state.db"
+        """``state.db``, for SQLite; refused if it or its journal is a symbolic link."""
+        return self.checked_state_db()
+
+    def checked_state_db(self) -> Path:
+        """``state.db``'s path once neither it nor its journal / WAL files is a symlink (SQLite
+        opens them itself, following links, so they are checked before the path is handed out)."""
+        path = self.inside("state.db")
+        for name in SQLITE_FILES:
+            _refuse_link(self.root / name, self.shown(name))
+        return path
+
+    def shown(self, rel: str) -> str:
+        """How a message names the session file ``rel``."""
+        return f"Session file {rel} in session {self.session_id}"
 
     def stage_dir(self, dir_name: str) -> Path:
         return self.root / "stages" / dir_name
@@ -157,30 +209,87 @@ class SessionFiles:
             )
         return path
 
+    def check_links(self) -> None:
+        """Refuse the session if any file in it is a symbolic link, or a linked folder leads
+        outside it; writing commands call this (through :meth:`lock`) before writing anything."""
+        base = self.root.resolve()
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            for name in filenames:  # files and links to non-folders (dangling ones included)
+                path = Path(dirpath, name)
+                if path.is_symlink():
+                    raise link_refused(self.shown(path.relative_to(self.root).as_posix()))
+            for name in dirnames:  # os.walk does not descend into linked folders
+                path = Path(dirpath, name)
+                if path.is_symlink() and not path.resolve().is_relative_to(base):
+                    raise InputError(
+                        f"{path} resolves outside session {self.session_id} (a symbolic "
+                        "link?); refusing to touch it."
+                    )
+
+    def open_fd(self, rel: str, flags: int, mode: int = 0o600) -> int:
+        """``os.open`` of the session file ``rel`` that never follows a symbolic link.
+
+        Raises:
+            InputError: ``rel`` is a symbolic link (or a linked folder leads outside).
+            SessionCorrupt: ``rel`` is not a regular file (a folder, a FIFO…).
+            OSError: anything else (``FileNotFoundError`` for a missing file).
+        """
+        path = self.inside(rel)
+        try:
+            fd = os.open(path, flags | NOFOLLOW | os.O_NONBLOCK, mode)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path):
+                raise link_refused(self.shown(rel)) from None
+            if exc.errno == errno.EISDIR:
+                raise SessionCorrupt(str(path), "it is a folder, not a file") from None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SessionCorrupt(str(path), "it is not a regular file")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _read(self, rel: str) -> bytes | None:
+        """The bytes of ``rel`` (``None`` if it does not exist), never through a symlink."""
+        try:
+            fd = self.open_fd(rel, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SessionCorrupt(str(self.root / rel), exc.strerror or str(exc)) from None
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                return fh.read()
+        except OSError as exc:
+            raise SessionCorrupt(str(self.root / rel), exc.strerror or str(exc)) from None
+
     # -- io ----------------------------------------------------------------------------------
     def write_json(self, rel: str, data: Any) -> None:
         self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
     def write_text(self, rel: str, text: str) -> None:
-        atomic_write(self.inside(rel), text)
+        atomic_write(self.inside(rel), text, shown=self.shown(rel))
 
     def read_json(self, rel: str, default: Any = None) -> Any:
-        path = self.root / rel
-        if not path.exists():
+        raw = self._read(rel)
+        if raw is None:
             return default
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            return json.loads(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SessionCorrupt(str(path), f"not valid JSON ({exc})") from None
-        except OSError as exc:
-            raise SessionCorrupt(str(path), exc.strerror or str(exc)) from None
+            raise SessionCorrupt(str(self.root / rel), f"not valid JSON ({exc})") from None
 
     def read_text(self, rel: str, default: str = "") -> str:
-        path = self.root / rel
+        raw = self._read(rel)
+        if raw is None:
+            return default
         try:
-            return path.read_text(encoding="utf-8") if path.exists() else default
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SessionCorrupt(str(path), str(exc)) from None
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SessionCorrupt(str(self.root / rel), str(exc)) from None
 
     def remove(self, rel: str) -> None:
         target = self.inside(rel)
@@ -196,7 +305,7 @@ class SessionFiles:
         line = event.model_dump_json() + "\n"
         path = self.root / "events.jsonl"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self.open_fd("events.jsonl", os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 _append_all(fd, line.encode("utf-8"))
             finally:
@@ -207,9 +316,10 @@ class SessionFiles:
 
     def events(self) -> list[dict[str, Any]]:
         path = self.root / "events.jsonl"
-        if not path.exists():
+        raw = self._read("events.jsonl")
+        if raw is None:
             return []
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = raw.decode("utf-8", errors="replace").splitlines()
         out = []
         for n, line in enumerate(lines, 1):
             if not line.strip():
@@ -225,17 +335,14 @@ class SessionFiles:
     def updated_at(self) -> str:
         """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
         path = self.root / "events.jsonl"
-        stamp = (path if path.exists() else self.root).stat().st_mtime
+        stamp = (path if path.exists() and not path.is_symlink() else self.root).stat().st_mtime
         return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
 
     def is_busy(self) -> bool:
         """Whether some process holds this session's lock right now (never blocks)."""
-        path = self.root / ".lock"
-        if not path.exists():
-            return False
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
+            fd = self.open_fd(".lock", os.O_RDONLY)
+        except (OSError, SessionCorrupt):  # missing, or not a file: nobody can hold it
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -246,11 +353,15 @@ class SessionFiles:
         return False
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Exclusive, non-blocking; released by the OS if the process dies."""
+    def lock(self, *, check_links: bool = True) -> Iterator[None]:
+        """Exclusive, non-blocking; released by the OS if the process dies.
+
+        Once held, the session is checked for symbolic links (:meth:`check_links`), so a
+        writing command refuses a planted link before it writes anything.
+        """
         path = self.root / ".lock"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self.open_fd(".lock", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise storage_error(path, exc) from None
         try:
@@ -263,6 +374,8 @@ class SessionFiles:
             with contextlib.suppress(OSError):  # the pid is informative; a full disk is not fatal
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, str(os.getpid()).encode(), 0)
+            if check_links:
+                self.check_links()
             yield
         finally:
             os.close(fd)
@@ -316,5 +429,5 @@ class SessionStore:
 
     def delete(self, session_id: str) -> None:
         files = self.open(session_id)
-        with files.lock():
+        with files.lock(check_links=False):  # rmtree removes links, never what they point to
             shutil.rmtree(files.root)

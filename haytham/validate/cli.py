@@ -1,7 +1,8 @@
 """``haytham validate SESSION_ID_OR_PATH [--json]``: every validator over a saved session folder.
 
 Prints a findings table (or JSON) and exits 0 even when there are findings; an unreadable
-session prints one sentence to stderr and exits 2.
+session, a symbolic link (the folder, or a file in it) or a malformed target (a NUL byte, an
+over-long path) prints one sentence to stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -11,22 +12,54 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, InputError
 from haytham.validate.embeddings import Embedder
 from haytham.validate.loader import load_snapshot
 from haytham.validate.model import Finding, ValidationReport, ValidatorSettings
 from haytham.validate.runner import run_validators
 
+MAX_TARGET = 4096  # PATH_MAX on Linux; a longer target cannot name a folder
+
+
+def shown_target(target: str) -> str:
+    """``target`` as a message quotes it: never a 10,000-character echo."""
+    return repr(target) if len(target) <= 80 else repr(target[:40] + "…") + " (too long)"
+
 
 def resolve_session(target: str, sessions_dir: Path) -> Path | None:
-    """A folder path (also a session copied elsewhere), else a session id under ``sessions_dir``."""
-    path = Path(target).expanduser()
-    if path.is_dir():
-        return path
-    if target and "/" not in target and "\\" not in target and target not in (".", ".."):
-        candidate = Path(sessions_dir) / target
-        if candidate.is_dir():
-            return candidate
+    """A folder path (also a session copied elsewhere), else a session id under ``sessions_dir``.
+
+    Raises:
+        InputError: ``target`` holds a NUL byte or is too long to be a path, or the folder it
+            names is a symbolic link (refused, as every other command refuses one).
+    """
+    if "\x00" in target:
+        raise InputError(
+            f"Invalid session id or folder {shown_target(target)}: it holds a NUL byte."
+        )
+    if len(target) > MAX_TARGET:
+        raise InputError(
+            f"Invalid session id or folder {shown_target(target)}: it is longer than a path can be."
+        )
+    try:
+        path = Path(target).expanduser()
+        if path.is_symlink():
+            raise InputError(f"Session folder {target} is a symbolic link; refusing to follow it.")
+        if path.is_dir():
+            return path
+        if target and "/" not in target and "\\" not in target and target not in (".", ".."):
+            candidate = Path(sessions_dir) / target
+            if candidate.is_symlink():
+                raise InputError(
+                    f"Session {shown_target(target)} is a symbolic link; refusing to follow it."
+                )
+            if candidate.is_dir():
+                return candidate
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop, no home folder for ~
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(
+            f"Cannot open session {shown_target(target)}: {why.rstrip('.')}."
+        ) from None
     return None
 
 
@@ -90,10 +123,15 @@ def cli_main(
     """Validate one saved session and print the report; returns the exit code (0, or 2)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    folder = resolve_session(target, sessions_dir)
+    try:
+        folder = resolve_session(target, sessions_dir)
+    except HaythamError as exc:
+        print(str(exc), file=err)
+        return 2
     if folder is None:
         print(
-            f"No session {target!r}: it is neither a folder nor a session id under {sessions_dir}.",
+            f"No session {shown_target(target)}: it is neither a folder nor a session id under "
+            f"{sessions_dir}.",
             file=err,
         )
         return 2

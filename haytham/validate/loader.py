@@ -5,36 +5,64 @@ validated with its stage's ``output_model``; extra keys such as ``stage`` or ``v
 ignored) and optional ``events.jsonl`` (``tool_call`` events become ``Snapshot.tool_calls``).
 Missing later stages are fine; a file that exists but cannot be read or parsed raises
 :class:`~haytham.errors.SessionCorrupt` naming the file. A truncated *last* line of
-``events.jsonl`` without a trailing newline (a crash mid-append) is skipped.
+``events.jsonl`` without a trailing newline (a crash mid-append) is skipped. Like every other
+command, nothing is read through a symbolic link: a linked session folder, or a linked file or
+folder inside it, raises :class:`~haytham.errors.InputError` naming it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
 
-from haytham.errors import SessionCorrupt, SessionNotFound
+from haytham.errors import InputError, SessionCorrupt, SessionNotFound
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import STAGES
 from haytham.stages.base import StageSpec
+from haytham.store import NOFOLLOW, link_refused
 from haytham.validate.model import Snapshot
 
 
-def _read_text(path: Path) -> str:
+def _refuse_links(root: Path, path: Path) -> None:
+    """Refuse ``path`` if it, or a folder between ``root`` and it, is a symbolic link."""
+    rel = path.relative_to(root)
+    current = root
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            shown = current.relative_to(root).as_posix()
+            raise link_refused(f"Session file {shown} in session {root.name}")
+
+
+def _read_text(path: Path, root: Path | None = None) -> str:
+    """The file's text, opened without following a symbolic link (checked from ``root``)."""
     try:
-        return path.read_text(encoding="utf-8")
+        if root is not None:
+            _refuse_links(root, path)
+        try:
+            fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            if path.is_symlink():
+                raise link_refused(f"Session file {path}") from None
+            raise
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SessionCorrupt(str(path), "it is not a regular file")
+            return fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SessionCorrupt(str(path), type(exc).__name__ + ": " + str(exc)) from None
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, root: Path | None = None) -> Any:
     try:
-        return json.loads(_read_text(path))
+        return json.loads(_read_text(path, root))
     except json.JSONDecodeError as exc:
         raise SessionCorrupt(str(path), f"invalid JSON ({exc.msg} at line {exc.lineno})") from None
 
@@ -48,14 +76,18 @@ def _why(exc: ValidationError) -> str:
 
 def _stage_file(stages_dir: Path, spec: StageSpec) -> Path | None:
     exact = stages_dir / spec.dir_name / "output.json"
-    if exact.is_file():
+    if os.path.lexists(exact):  # a link, even a dangling one, is found (and refused)
         return exact
-    matches = sorted(stages_dir.glob(f"*-{spec.slug}/output.json"))
+    matches = sorted(
+        p / "output.json"
+        for p in stages_dir.glob(f"*-{spec.slug}")
+        if os.path.lexists(p / "output.json")
+    )
     return matches[0] if matches else None
 
 
-def _load_output(path: Path, spec: StageSpec) -> StageOutput:
-    data = _read_json(path)
+def _load_output(path: Path, spec: StageSpec, root: Path | None = None) -> StageOutput:
+    data = _read_json(path, root)
     if not isinstance(data, dict):
         raise SessionCorrupt(str(path), "expected a JSON object")
     try:
@@ -64,8 +96,8 @@ def _load_output(path: Path, spec: StageSpec) -> StageOutput:
         raise SessionCorrupt(str(path), _why(exc)) from None
 
 
-def _tool_calls(path: Path) -> list[dict[str, Any]]:
-    text = _read_text(path)
+def _tool_calls(path: Path, root: Path | None = None) -> list[dict[str, Any]]:
+    text = _read_text(path, root)
     lines = text.split("\n")
     calls: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
@@ -90,19 +122,22 @@ def load_snapshot(path: Path) -> Snapshot:
     Raises:
         SessionNotFound: ``path`` is not a folder.
         SessionCorrupt: a session file exists but cannot be read or does not match its schema.
+        InputError: the folder, or a file or folder in it, is a symbolic link.
     """
     root = Path(path)
+    if root.is_symlink():
+        raise InputError(f"Session folder {root} is a symbolic link; refusing to follow it.")
     if not root.is_dir():
         raise SessionNotFound(f"No session folder at {root}.")
     idea_file = root / "idea.md"
-    if not idea_file.is_file():
+    if not os.path.lexists(idea_file):
         raise SessionCorrupt(str(idea_file), "the file is missing, so this is not a session folder")
-    idea = _read_text(idea_file)
+    idea = _read_text(idea_file, root)
 
     anchor: ConceptAnchor | None = None
     anchor_file = root / "concept_anchor.json"
-    if anchor_file.is_file():
-        data = _read_json(anchor_file)
+    if os.path.lexists(anchor_file):
+        data = _read_json(anchor_file, root)
         try:
             anchor = ConceptAnchor.model_validate(data)
         except ValidationError as exc:
@@ -110,14 +145,16 @@ def load_snapshot(path: Path) -> Snapshot:
 
     outputs: dict[str, StageOutput] = {}
     stages_dir = root / "stages"
+    if stages_dir.is_symlink():
+        _refuse_links(root, stages_dir)
     if stages_dir.is_dir():
         for spec in STAGES:
             file = _stage_file(stages_dir, spec)
             if file is not None:
-                outputs[spec.slug] = _load_output(file, spec)
+                outputs[spec.slug] = _load_output(file, spec, root)
 
     events = root / "events.jsonl"
-    tool_calls = _tool_calls(events) if events.is_file() else []
+    tool_calls = _tool_calls(events, root) if os.path.lexists(events) else []
     return Snapshot(
         idea=idea,
         anchor=anchor,
