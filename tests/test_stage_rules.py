@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
 from haytham.errors import ContractViolation, InputError
-from haytham.schemas.anchor import ConceptAnchor, Invariant
+from haytham.schemas.anchor import LEAVE_OPEN, ConceptAnchor, Invariant
 from haytham.schemas.base import parse_contract
 from haytham.stages import StageView
 from haytham.stages.risk_assessment import AssessedClaim, Risk, risk_level
@@ -102,15 +101,34 @@ def inv(**kw):
     return {**base, **kw}
 
 
-def test_ambiguous_invariant_needs_explanation_and_options():
-    with pytest.raises(ValidationError, match="must explain its ambiguity"):
-        Invariant.model_validate(inv(confidence=0.6))
-    with pytest.raises(ValidationError, match="2-3 clarification options"):
-        Invariant.model_validate(inv(confidence=0.6, ambiguity="?", clarification_options=["a"]))
+def test_an_incomplete_ambiguity_is_repaired_so_gate_1_can_ask():
+    bare = Invariant.model_validate(inv(confidence=0.6))
+    assert bare.is_ambiguous and "60%" in (bare.ambiguity or "")
+    assert bare.clarification_options == ["closed", LEAVE_OPEN]
+    one = Invariant.model_validate(inv(confidence=0.6, ambiguity="?", clarification_options=["a"]))
+    assert one.ambiguity == "?" and one.clarification_options == ["a", "closed"]
+    many = Invariant.model_validate(
+        inv(confidence=0.6, ambiguity="?", clarification_options=["a", "A ", "b", "c", "d"])
+    )
+    assert many.clarification_options == ["a", "b", "c"]
     ok = Invariant.model_validate(
         inv(confidence=0.6, ambiguity="?", clarification_options=["a", "b"])
     )
-    assert ok.is_ambiguous
+    assert ok.is_ambiguous and ok.clarification_options == ["a", "b"]
+
+
+def test_a_repeated_invariant_is_dropped_or_renamed_not_rejected():
+    anchor = ConceptAnchor.model_validate(
+        {
+            "intent": {"goal": "g"},
+            "invariants": [inv(), inv(), inv(value="open to all"), inv(property="Access model")],
+        }
+    )
+    assert [(i.property, i.value) for i in anchor.invariants] == [
+        ("access_model", "closed"),
+        ("access_model_2", "open to all"),
+    ]
+    assert [i.id for i in anchor.invariants] == ["INV-1", "INV-2"]
 
 
 def test_clarify_rejects_choices_outside_the_options():

@@ -21,6 +21,7 @@ from haytham.schemas.base import TolerantModel
 from haytham.schemas.traits import parse_trait_ref
 
 AMBIGUITY_THRESHOLD = 0.7
+LEAVE_OPEN = "Leave this open: my idea does not say"
 ANCHOR_TOKEN_BUDGET = 500
 REQUIRED_PROPERTIES = ("access_model", "interaction_model", "session_medium")
 
@@ -175,19 +176,23 @@ class Invariant(TolerantModel):
         return [o.strip() for o in v if o.strip()]
 
     @model_validator(mode="after")
-    def _ambiguity_needs_options(self) -> Invariant:
-        if self.confidence < AMBIGUITY_THRESHOLD:
-            if not (self.ambiguity or "").strip():
-                raise ValueError(
-                    f"invariant {self.property!r} has confidence {self.confidence:.2f} < 0.7 "
-                    "and must explain its ambiguity"
-                )
-            options = [o for o in self.clarification_options if o.strip()]
-            if not 2 <= len(options) <= 3:
-                raise ValueError(
-                    f"invariant {self.property!r} has confidence {self.confidence:.2f} < 0.7 "
-                    "and must offer 2-3 clarification options"
-                )
+    def _ambiguity_has_options(self) -> Invariant:
+        """Below 0.7 the founder is asked, so code makes sure there is something to ask.
+
+        A missing explanation gets a plain one; the options are de-duplicated and made 2-3: the
+        extracted value and "leave it open" fill in for missing ones, extra ones are dropped.
+        A weak model's incomplete ambiguity is repaired here, never a reason to reject it.
+        """
+        if self.confidence >= AMBIGUITY_THRESHOLD:
+            return self
+        if not (self.ambiguity or "").strip():
+            self.ambiguity = (
+                f"The extractor is only {round(self.confidence * 100)}% sure of this value."
+            )
+        options = _distinct(self.clarification_options)[:3]
+        if len(options) < 2:
+            options = _distinct([*options, self.value, LEAVE_OPEN])[:2]
+        self.clarification_options = options
         return self
 
     @builtins.property  # the field named ``property`` shadows the builtin in this class body
@@ -229,11 +234,23 @@ class ConceptAnchor(TolerantModel):
 
     @model_validator(mode="after")
     def _unique_properties(self) -> ConceptAnchor:
-        seen: set[str] = set()
+        """A repeated invariant is code's to fix: an exact repeat (same name and value) is
+        dropped, a repeated name with another value gets a numbered name (``access_model_2``)."""
+        pairs: set[tuple[str, str]] = set()
+        names: set[str] = set()
+        kept: list[Invariant] = []
         for inv in self.invariants:
-            if inv.property in seen:
-                raise ValueError(f"invariant {inv.property!r} appears twice")
-            seen.add(inv.property)
+            if (inv.property, inv.value) in pairs:
+                continue
+            pairs.add((inv.property, inv.value))
+            if inv.property in names:
+                n = 2
+                while f"{inv.property}_{n}" in names:
+                    n += 1
+                inv.property = f"{inv.property}_{n}"
+            names.add(inv.property)
+            kept.append(inv)
+        self.invariants = kept
         return self
 
     @model_validator(mode="after")
@@ -417,6 +434,17 @@ class ConceptAnchor(TolerantModel):
 
     def token_count(self) -> int:
         return estimate_tokens(self.render())
+
+
+def _distinct(options: list[str]) -> list[str]:
+    """Non-blank options, stripped, each once (case-insensitively), in order."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for option in (o.strip() for o in options):
+        if option and option.lower() not in seen:
+            seen.add(option.lower())
+            out.append(option)
+    return out
 
 
 def _pick_option(inv: Invariant, choice: str) -> str:

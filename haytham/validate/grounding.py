@@ -23,6 +23,7 @@ import unicodedata
 
 from haytham.schemas.anchor import (
     AMBIGUITY_THRESHOLD,
+    LEAVE_OPEN,
     ConceptAnchor,
     IdentityFeature,
     Invariant,
@@ -32,7 +33,6 @@ from haytham.validate.text import STOPWORDS, stem
 GROUNDED_SHARE = 2 / 3  # a close paraphrase keeps most of its content words; an invention does not
 PREFIX = 5
 UNGROUNDED_CONFIDENCE = AMBIGUITY_THRESHOLD - 0.2  # below the threshold: Gate 1 asks
-LEAVE_OPEN = "Leave this open: my idea does not say"
 _WORD = re.compile(r"\w+")
 _UNSPACED = re.compile(
     r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
