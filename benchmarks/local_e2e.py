@@ -58,6 +58,13 @@ def _events(session: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def _cause(stderr: str) -> str:
+    """The CLI's ``error: …`` sentence (its last line only says how to resume)."""
+    lines = stderr.strip().splitlines()
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    return (errors or lines or [""])[-1]
+
+
 def run_one(idea: Path, haytham: Path, timeout: float) -> RunReport:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="haytham-e2e-") as scratch:
@@ -98,7 +105,7 @@ def run_one(idea: Path, haytham: Path, timeout: float) -> RunReport:
             salvaged=sum(e.get("type") == "stage_salvaged" for e in events),
             needs_attention=attention,
             load_before=round(load, 2),
-            error="" if code == 0 else stderr.strip().splitlines()[-1:][0] if stderr else "",
+            error="" if code == 0 else _cause(stderr),
         )
 
 
