@@ -17,7 +17,9 @@ from typing import Any
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.evals.cli import add_parser as add_eval_parser
+from haytham.export import write_export
 from haytham.idea import read_idea_file
+from haytham.sanitize import terminal_safe
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
 DEBUG_HELP = "show library logs and the traceback behind an error"
@@ -260,7 +262,7 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         for sid in svc.list_sessions():
             print(sid)
     elif args.command == "show":
-        print(svc.show(args.session_id, args.stage))
+        print(terminal_safe(svc.show(args.session_id, args.stage)))
     elif args.command == "clear-from":
         _print_outcome(svc.clear_from(args.session_id, args.stage))
     elif args.command == "fork":
@@ -268,9 +270,9 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     elif args.command == "export":
         text = svc.export(args.session_id, args.format)
         if args.output:
-            args.output.write_text(text, encoding="utf-8")
+            write_export(args.output, text)
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(terminal_safe(text))
     return 0
 
 
@@ -289,44 +291,47 @@ def _decide(args: argparse.Namespace, svc: Any) -> Any:
 
 def _print_status(st: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(st, indent=2, ensure_ascii=False))
+        print(terminal_safe(json.dumps(st, indent=2, ensure_ascii=False)))
         return
+    lines: list[str] = []
+    say = lines.append
     where = {
         "running": "running (a process is working on it)",
         "waiting": f"waiting at Gate {st['gate']}",
         "failed": "failed",
         "stopped": "stopped before finishing; `haytham resume` continues it",
     }.get(st["state"], st["state"])
-    print(f"session {st['session_id']}: {where}")
+    say(f"session {st['session_id']}: {where}")
     if st["verdict"]:
-        print(f"verdict: {st['verdict']}")
+        say(f"verdict: {st['verdict']}")
     for slug, row in st["summary"]["stages"].items():
         if row["status"] != "pending":
-            print(
+            say(
                 f"  {slug:<24} {row['status']:<16} calls={row['model_calls']} "
                 f"tokens={row['input_tokens'] + row['output_tokens']} "
                 f"{row['wall_ms'] / 1000:.1f}s"
             )
     for amb in st["open_ambiguities"]:
         opts = "; ".join(f"{n}. {o}" for n, o in enumerate(amb["options"], 1))
-        print(
+        say(
             f"clarify {amb['invariant']} ({round(amb['confidence'] * 100)}% confident): "
             f"{amb['ambiguity']} Options: {opts}"
         )
     for b in st["blocking"]:
-        print(f"blocking [{b['id']}]: {b['message']}")
+        say(f"blocking [{b['id']}]: {b['message']}")
     for n, g in sorted(st["gates"].items()):
         if g.get("rework_stage"):
-            print(f"rework at Gate {n} of {g['rework_stage']}: {g.get('feedback', '')}")
+            say(f"rework at Gate {n} of {g['rework_stage']}: {g.get('feedback', '')}")
     for o in st["overrides"]:
-        print(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
+        say(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
     if st["last_error"]:
-        print(
+        say(
             f"last error: {st['last_error']} — fix the cause, then `haytham resume "
             f"{st['session_id']}`."
         )
     for f in st["broken_files"]:
-        print(f"broken file: {f}")
+        say(f"broken file: {f}")
+    print(terminal_safe("\n".join(lines)))
 
 
 class _OneLineLogs(logging.Handler):
@@ -399,10 +404,13 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
     except HaythamError as exc:
         if debug:
             traceback.print_exc(file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         sid = getattr(args, "session_id", None)
         if (
             sid
+            and args.command
+            in ("run", "resume", "approve", "reject", "rework", "override")
+            + ("clarify", "clear-from")
             and isinstance(exc, StageFailed | ProviderError | StorageError)
             and "haytham resume" not in str(exc)
         ):

@@ -1,15 +1,25 @@
-"""Exports of a session: Markdown (for people), JSON (everything), CSV (stories)."""
+"""Exports of a session: Markdown (for people), JSON (everything), CSV (stories).
+
+CSV, Jira and Linear cells that a spreadsheet would run as a formula are neutralised
+(:func:`haytham.sanitize.spreadsheet_cell`); Markdown carries no control characters.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
+import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from haytham.errors import InputError
+from haytham.errors import InputError, StorageError
 from haytham.render import render_stage
+from haytham.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear")
@@ -67,7 +77,7 @@ def to_markdown(state: Mapping[str, Any]) -> str:
     for n, g in sorted((state.get("gates") or {}).items()):
         if g.get("rework_stage"):
             parts.append(f"- Gate {n} rework of {g['rework_stage']}: {g.get('feedback', '')}")
-    return "\n".join(parts).rstrip() + "\n"
+    return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 
 def stories(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -81,7 +91,7 @@ def _csv(rows: list[dict[str, Any]], fields: list[str]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: spreadsheet_cell(v) for k, v in row.items()} for row in rows)
     return buf.getvalue()
 
 
@@ -168,3 +178,40 @@ def export(state: Mapping[str, Any], fmt: str) -> str:
     if fmt == "json":
         return to_json(state)
     return to_csv(state, fmt)
+
+
+def write_export(path: Path, text: str) -> None:
+    """Write an export to the file ``path``: whole or not at all, one sentence on any problem."""
+    shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "…"
+    if "\x00" in str(path):
+        raise InputError("The --output path contains a NUL character.")
+    try:
+        if path.is_dir():
+            raise InputError(f"--output {shown} is a folder; name a file inside it.")
+        if not path.parent.is_dir():
+            raise InputError(f"The folder of --output {shown} does not exist; create it first.")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:50]}.", dir=path.parent)
+    except OSError as exc:
+        raise _export_error(shown, exc) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _export_error(shown, exc) from None
+
+
+def _export_error(shown: str, exc: OSError) -> StorageError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        why = "the disk is full"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        why = "that place is not writable"
+    elif exc.errno == errno.ENAMETOOLONG:
+        why = "the name is too long"
+    else:
+        why = exc.strerror or type(exc).__name__
+    return StorageError(f"Could not write the export to {shown}: {why}. Nothing was written.")

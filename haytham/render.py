@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from haytham.sanitize import one_line, terminal_safe
 from haytham.stages import StageSpec
 
 
 def _scalar(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return str(v).replace("\n", " ").strip()
+    return one_line(str(v))
 
 
 def _is_flat_records(items: list[Any]) -> bool:
@@ -80,4 +81,4 @@ def render_stage(spec: StageSpec, output: Mapping[str, Any]) -> str:
     compliance = output.get("anchor_compliance") or {}
     if any(compliance.values()):
         lines += ["", "## Anchor compliance", ""] + render_value(compliance)
-    return "\n".join(lines).rstrip() + "\n"
+    return terminal_safe("\n".join(lines).rstrip() + "\n")
