@@ -33,6 +33,7 @@ from haytham.session_state import (
     _position_before,
     _save_state,
     cleared_state,
+    ensure_state,
     storage_errors,
 )
 from haytham.stages import Phase, get_stage
@@ -125,6 +126,8 @@ class Haytham:
             else None
         )
         tracking = str(self.store.root / TRACKING_DIR) if self.tracking else None
+        if fork_from is None:
+            ensure_state(files)  # a lost or copied state.db is rebuilt, never started over
         with storage_errors(files):
             return build_application(
                 runner,
@@ -278,12 +281,14 @@ class Haytham:
         spec = get_stage(slug)
         files = self.store.open(session_id)
         with files.lock():
+            ensure_state(files)
             state, seq = _load_state_seq(files)
             new = cleared_state(state, spec.number)
+            position = _position_before(spec.number)
             with storage_errors(files):
-                _save_state(files, seq + 1, _position_before(spec.number), new)
+                _save_state(files, seq + 1, position, new)
             files.append_event("cleared_from", slug)
-            Projector(files).project(new)
+            Projector(files).project(new, position=position, sequence_id=seq + 1)
         return Outcome(session_id, new["status"], next_action=spec.action)
 
     def fork(self, session_id: str, slug: str, new_id: str | None = None) -> str:
@@ -311,10 +316,11 @@ class Haytham:
             },
         )
         new = cleared_state({**state, "session_id": sid}, spec.number)
+        position = _position_before(spec.number)
         with storage_errors(files):
-            _save_state(files, 0, _position_before(spec.number), new)
+            _save_state(files, 0, position, new)
         files.append_event("forked", None, source=session_id, sequence_id=seq, from_stage=slug)
-        Projector(files).project(new)
+        Projector(files).project(new, position=position, sequence_id=0)
         return sid
 
 

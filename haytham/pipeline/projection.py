@@ -21,6 +21,22 @@ from haytham.store import SCHEMA_VERSION, SessionFiles
 SUMMARY_STAGES = ("idea-analysis", "anchor-extraction", *[s.slug for s in STAGES[1:]])
 
 
+SNAPSHOT = "state.json"
+
+
+def snapshot(
+    state: Mapping[str, Any], *, position: str, sequence_id: int | None = None
+) -> dict[str, Any]:
+    """The whole persisted state and where the run stands, as ``state.json`` holds it."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "session_id": state.get("session_id"),
+        "position": position,
+        "sequence_id": sequence_id,
+        "state": {k: v for k, v in state.items() if not k.startswith("__")},
+    }
+
+
 def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
@@ -75,9 +91,18 @@ def summarize(
         elif kind == "stage_failed":
             row["status"] = "failed"
             row["error"] = (data.get("error") or {}).get("message", "")
+        elif kind == "cleared_from" and ev.get("stage") in SUMMARY_STAGES:
+            for slug in SUMMARY_STAGES[SUMMARY_STAGES.index(ev["stage"]) :]:
+                stages[slug]["status"] = "pending"
+                stages[slug]["runs"] = 0
+    # Completion is what the state holds, not what an event says: a process killed after a
+    # stage's ``stage_completed`` event but before its state was saved re-runs that stage.
     outputs = state.get("outputs") or {}
     for slug, row in stages.items():
-        if row["status"] in ("", "running") and slug not in outputs and slug != "anchor-extraction":
+        if slug not in SUMMARY_STAGES:
+            continue
+        saved = bool(state.get("anchor")) if slug == "anchor-extraction" else slug in outputs
+        if not saved and row["status"] in ("", "running", "completed", "needs_attention"):
             row["status"] = ("running" if busy else "interrupted") if row["runs"] else "pending"
     rows = [r for r in stages.values()]
     totals = {
@@ -106,7 +131,15 @@ class Projector(PostRunStepHook):
         self.files.write_text(rel, text)
         self._written[rel] = digest
 
-    def project(self, state: Mapping[str, Any]) -> None:
+    def project(
+        self,
+        state: Mapping[str, Any],
+        *,
+        position: str | None = None,
+        sequence_id: int | None = None,
+    ) -> None:
+        """Write the session files from ``state``; with ``position`` (the step just saved) also
+        ``state.json``, the snapshot that rebuilds ``state.db`` if it is lost or copied away."""
         self._put("idea.md", state.get("idea", "").rstrip() + "\n")
         if state.get("anchor"):
             self._put("concept_anchor.json", _dump(state["anchor"]))
@@ -136,12 +169,35 @@ class Projector(PostRunStepHook):
             self._put(f"{rel}/output.json", _dump(record))
             self._put(f"{rel}/output.md", render_stage(spec, raw))
         self._put("gates.json", _dump(state.get("gates") or {}))
-        for phase, verification in (state.get("verifications") or {}).items():
-            self._put(f"verifications/{phase.lower()}.json", _dump(verification))
-        for n, review in enumerate(state.get("review_log") or [], 1):
-            self._put(f"reviews/{n:02d}-{review.get('stage', 'stage')}.json", _dump(review))
+        verifications = {
+            f"verifications/{phase.lower()}.json": _dump(v)
+            for phase, v in (state.get("verifications") or {}).items()
+        }
+        reviews = {
+            f"reviews/{n:02d}-{review.get('stage', 'stage')}.json": _dump(review)
+            for n, review in enumerate(state.get("review_log") or [], 1)
+        }
+        for folder, files in (("verifications", verifications), ("reviews", reviews)):
+            self._prune(folder, files)  # a cleared phase or stage leaves nothing behind
+            for rel, text in files.items():
+                self._put(rel, text)
         self._put("summary.json", _dump(summarize(self.files.events(), state)))
+        if position is not None:
+            self._put(
+                SNAPSHOT,
+                _dump(snapshot(state, position=position, sequence_id=sequence_id)),
+            )
 
-    def post_run_step(self, *, state, action, exception, **future_kwargs) -> None:  # noqa: ANN001
+    def _prune(self, folder: str, keep: Mapping[str, str]) -> None:
+        path = self.files.root / folder
+        if not path.is_dir():
+            return
+        for child in path.glob("*.json"):
+            rel = f"{folder}/{child.name}"
+            if rel not in keep:
+                self.files.remove(rel)
+                self._written.pop(rel, None)
+
+    def post_run_step(self, *, state, action, exception, sequence_id=None, **future_kwargs):  # noqa: ANN001, ANN201
         if exception is None:
-            self.project(state.get_all())
+            self.project(state.get_all(), position=action.name, sequence_id=sequence_id)
