@@ -19,6 +19,7 @@ from haytham.errors import HaythamError, InputError, ProviderError, StageFailed,
 from haytham.evals.cli import add_parser as add_eval_parser
 from haytham.export import write_export
 from haytham.idea import read_idea_file
+from haytham.redact import redact
 from haytham.sanitize import terminal_safe
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -353,7 +354,7 @@ class _OneLineLogs(logging.Handler):
                 if not own and record.levelno < logging.CRITICAL:
                     return
                 text = f"{record.levelname.lower()}: {record.getMessage()}"
-            sys.stderr.write(text + "\n")
+            sys.stderr.write(terminal_safe(redact(text)) + "\n")
 
 
 @contextlib.contextmanager
@@ -404,7 +405,7 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
     except HaythamError as exc:
         if debug:
             traceback.print_exc(file=sys.stderr)
-        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
+        print(f"error: {terminal_safe(redact(str(exc)))}", file=sys.stderr)
         sid = getattr(args, "session_id", None)
         if (
             sid
@@ -437,7 +438,8 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
         if debug:
             raise
         print(
-            f"error: unexpected {type(exc).__name__}: {exc} (a bug in haytham; rerun with "
+            f"error: unexpected {type(exc).__name__}: {terminal_safe(redact(str(exc)))} (a bug "
+            "in haytham; rerun with "
             "--debug for the traceback and report it).",
             file=sys.stderr,
         )

@@ -35,6 +35,7 @@ from haytham.errors import (
     SessionNotFound,
     StorageError,
 )
+from haytham.redact import redact_tree
 from haytham.schemas.events import Event
 
 SESSION_ID = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -301,7 +302,8 @@ class SessionFiles:
             target.unlink()
 
     def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
-        event = Event(ts=now(), type=type_, stage=stage, data=data)
+        """Append one event; its text is redacted first (provider errors echo credentials)."""
+        event = Event(ts=now(), type=type_, stage=stage, data=redact_tree(data))
         line = event.model_dump_json() + "\n"
         path = self.root / "events.jsonl"
         try:

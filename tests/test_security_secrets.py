@@ -8,6 +8,7 @@ recorded.
 
 from __future__ import annotations
 
+import base64
 import logging
 import secrets
 from pathlib import Path
@@ -17,7 +18,7 @@ from faults import Fault, FaultPlan, read_events
 from pipeline_helpers import POWER8_IDEA, POWER8_RUN
 
 from haytham.cli import main
-from haytham.models.accounting import redact_secrets
+from haytham.redact import redact
 
 SECRET_VARS = (
     "ANTHROPIC_API_KEY",
@@ -136,6 +137,48 @@ def test_redaction_covers_secret_looking_names_only():
         "SHORT_KEY": "abc",
     }
     text = "tok-123456789 hunter2hunter2 /root/home-dir abc"
-    assert redact_secrets(text, env) == (
+    assert redact(text, env) == (
         "[MY_SERVICE_TOKEN redacted] [DB_PASSWORD redacted] /root/home-dir abc"
     )
+
+
+BASIC = base64.b64encode(b"founder:hunter2-secret-pass").decode()
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("headers {'Authorization': 'Bearer sk-live-0123456789abcdef'}", "sk-live-0123456789abc"),
+        ('"authorization": "Token abcdef0123456789"', "abcdef0123456789"),
+        ("x-api-key: ak-9876543210zyx", "ak-9876543210zyx"),
+        ('{"api-key": "abc123def456"}', "abc123def456"),
+        ("GET https://llm.example/v1?api_key=qk-55555555&x=1", "qk-55555555"),
+        ("POST http://founder:hunter2-secret-pass@llm.example/v1", "hunter2-secret-pass"),
+        (f"sent Authorization: Basic {BASIC}", BASIC),
+        (f"retry with Basic {BASIC} failed", BASIC),
+        ("a bare Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "eyJhbGciOiJIUzI1NiJ9"),
+    ],
+)
+def test_credential_shapes_are_redacted_whatever_their_value(text: str, secret: str) -> None:
+    out = redact(text, {})
+    assert secret not in out and "[redacted]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Basic plan, Basic planning and a bearer of news",
+        "the key insight: authorization comes later",
+        "Bearer tokenization is a word",
+        "https://example.com/docs?page=2",
+    ],
+)
+def test_ordinary_text_is_not_mangled(text: str) -> None:
+    assert redact(text, {}) == text
+
+
+def test_a_configured_base_url_hides_its_password_in_plain_and_basic_form() -> None:
+    env = {"OPENAI_BASE_URL": "http://me:pw-12345678@llm.example/v1"}
+    basic = base64.b64encode(b"me:pw-12345678").decode()
+    out = redact(f"failed: pw-12345678 and {basic}", env)
+    assert "pw-12345678" not in out and basic not in out

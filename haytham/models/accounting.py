@@ -15,8 +15,6 @@ import asyncio
 import json
 import logging
 import math
-import os
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Mapping
 from typing import Any, TypeVar
@@ -29,6 +27,7 @@ from strands.types.exceptions import ContextWindowOverflowException
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
 from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
+from haytham.redact import carries_secret, redact
 
 logger = logging.getLogger(__name__)
 
@@ -62,35 +61,6 @@ def estimate_tokens(text: str) -> int:
     context-window checks before a call.
     """
     return math.ceil(len(text) / 4) if text else 0
-
-
-_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-
-
-def redact_secrets(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` without the value of any secret-looking environment variable.
-
-    Provider errors are recorded in ``events.jsonl`` and shown to the user; an SDK that echoes
-    a URL with embedded credentials or a header must not carry a key into the session folder.
-    """
-    env = os.environ if environ is None else environ
-    for name, value in env.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, f"[{name} redacted]")
-    return text
-
-
-def _carries_secret(error: BaseException) -> bool:
-    """Whether ``error`` or anything it was raised from shows a secret's value."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        text = f"{current} {current.args!r}"
-        if redact_secrets(text) != text:
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def messages_text(messages: Messages, system_prompt: str | None = None) -> str:
@@ -207,10 +177,13 @@ class AccountedModel(DelegatingModel):
                     events.append(event)
                 break
             except ContextWindowOverflowException as error:
-                self._report(began, attempt, [], request_text, error=str(error))
-                raise
+                message = redact(str(error))
+                self._report(began, attempt, [], request_text, error=message)
+                if message == str(error):
+                    raise
+                raise ContextWindowOverflowException(message) from None
             except HaythamError as error:
-                self._report(began, attempt, [], request_text, error=str(error))
+                self._report(began, attempt, [], request_text, error=redact(str(error)))
                 raise surfacing(error) from error.__cause__
             except Exception as error:
                 retryable, reason = classify_error(error)
@@ -231,7 +204,7 @@ class AccountedModel(DelegatingModel):
                 failure = ProviderError(message, retryable=retryable, attempts=attempt + 1)
                 # tracebacks end up in logs and Burr's tracking: chain the SDK's error only
                 # when it does not echo a credential
-                raise surfacing(failure) from (None if _carries_secret(error) else error)
+                raise surfacing(failure) from (None if carries_secret(error) else error)
         self._report(began, attempt, events, request_text)
         for event in events:
             yield event
@@ -239,7 +212,7 @@ class AccountedModel(DelegatingModel):
     def _failure_message(
         self, error: Exception, reason: str, attempts: int, retryable: bool
     ) -> str:
-        detail = redact_secrets(" ".join(str(error).split()))[:200] or type(error).__name__
+        detail = redact(" ".join(str(error).split()))[:200] or type(error).__name__
         sentence = (
             f"The {self.provider} model {self.model_id} (agent {self.agent}) failed after "
             f"{attempts} attempt{'s' if attempts != 1 else ''}: {reason}: {detail}"
