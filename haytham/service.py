@@ -99,14 +99,18 @@ class Haytham:
         chosen = validate_appetite(appetite)
         sid = validate_session_id(session_id) if session_id else new_session_id(text)
         files = self.store.create(sid)
-        files.write_text("idea.md", text + "\n")
-        files.write_json(
-            "session.json",
-            {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1},
-        )
-        files.append_event(
-            "session_created", None, appetite=chosen, provider=self.settings.provider
-        )
+        try:
+            files.write_text("idea.md", text + "\n")
+            files.write_json(
+                "session.json",
+                {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1},
+            )
+            files.append_event(
+                "session_created", None, appetite=chosen, provider=self.settings.provider
+            )
+        except BaseException:  # nothing half-created: a session exists whole or not at all
+            self.store.delete(sid)
+            raise
         return sid
 
     def list_sessions(self) -> list[str]:

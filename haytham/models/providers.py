@@ -180,6 +180,13 @@ def _status(
         )
     elif cassette.is_file() or (cassette.is_dir() and any(cassette.glob("*.jsonl"))):
         usable, reason = True, f"replaying recorded turns from {cassette}."
+        if thorough:  # before a session is created: a cassette that cannot load refuses now
+            from haytham.models.replay import Cassette
+
+            try:
+                Cassette.load(cassette)
+            except ConfigError as exc:
+                usable, reason = False, str(exc)
     else:
         usable, reason = False, f"the cassette {cassette} does not exist or holds no *.jsonl files."
     return ProviderStatus(

@@ -95,7 +95,7 @@ class Cassette:
             )
         entries: list[CassetteEntry] = []
         for file in files:
-            for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+            for number, line in enumerate(_read_text(file).splitlines(), 1):
                 if not line.strip() or line.lstrip().startswith("//"):
                     continue
                 try:
@@ -287,3 +287,21 @@ class ReplayModel(Model):
             text = "".join(item["text"] for item in entry.response if "text" in item)
             data = json.loads(text)
         yield {"output": output_model.model_validate(data)}
+
+
+MAX_CASSETTE_BYTES = 256 * 1024 * 1024
+
+
+def _read_text(file: Path) -> str:
+    """A cassette file's text, read no further than :data:`MAX_CASSETTE_BYTES`, strictly UTF-8."""
+    try:
+        with file.open("rb") as fh:
+            raw = fh.read(MAX_CASSETTE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the cassette {file}: {exc.strerror or exc}.") from None
+    if len(raw) > MAX_CASSETTE_BYTES:
+        raise ConfigError(f"The cassette {file} is larger than {MAX_CASSETTE_BYTES >> 20} MB.")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"The cassette {file} is not UTF-8 JSON lines.") from None

@@ -94,7 +94,7 @@ def _ground_invariant(inv: Invariant, idea: str) -> Invariant:
     if not inv.is_ambiguous:
         update |= {
             "confidence": min(inv.confidence, UNGROUNDED_CONFIDENCE),
-            "ambiguity": f'The quoted source "{inv.source}" is not found in your idea.',
+            "ambiguity": "Its source quote is not found in your idea.",
             "clarification_options": [inv.value, LEAVE_OPEN],
         }
     return inv.model_copy(update=update)
