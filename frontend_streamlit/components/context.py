@@ -61,7 +61,7 @@ def backend() -> Backend:
     try:
         current = settings()
     except HaythamError as exc:
-        st.error(f"Haytham is not configured correctly: {exc}")
+        st.error(f"Haytham is not configured correctly: {md(exc)}")
         st.stop()
     return _backend(current.model_dump_json())
 
@@ -112,7 +112,8 @@ def require_session(b: Backend) -> str:
         b.service.store.open(sid)
     except HaythamError as exc:
         select_session(None)
-        st.error(str(exc))
+        # the id came from the URL: shown as text, and never the server's folder
+        st.error(md(str(exc).replace(str(b.service.store.root), "this server's sessions folder")))
         link("sessions", "Pick another session", ":material/folder_open:")
         st.stop()
     return sid
@@ -122,7 +123,7 @@ def require_session(b: Backend) -> str:
 def show_error(exc: BaseException) -> None:
     """One clear sentence for the user; never a traceback."""
     message, _ = describe_error(exc)
-    st.error(message, icon=":material/error:")
+    st.error(md(message), icon=":material/error:")
 
 
 @contextmanager
@@ -163,3 +164,26 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 def md(text: Any) -> str:
     """``text`` escaped for ``st.markdown``: shown literally (HTML and markdown as text)."""
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+# Model Markdown keeps its formatting but loads nothing and hides no destination: an image
+# becomes its alt text, a link shows its address as text, a reference definition is shown as
+# text. The patterns are bounded, so they stay linear on long text.
+_MD_IMAGE = re.compile(r"!\[([^\]\n]{0,500})\](?:\(([^)\n]{0,2000})\)|\[[^\]\n]{0,200}\])")
+_MD_LINK = re.compile(r"\[([^\]\n]{0,500})\]\(([^)\n]{0,2000})\)")
+_MD_AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.\-]{1,20}:[^>\s]{0,2000})>")
+_MD_DEFINITION = re.compile(r"^( {0,3})\[([^\]\n]{1,200})\]:(.*)$", re.MULTILINE)
+
+
+def safe_markdown(text: Any) -> str:
+    """Markdown from a model for ``st.markdown``: tables, emphasis and lists render; images
+    never load (their alt text is shown) and links show where they go (as plain text)."""
+    out = _MD_IMAGE.sub(lambda m: f"[image: {md(m.group(1))}]", str(text))
+    out = _MD_LINK.sub(lambda m: f"{md(m.group(1))} ({md(m.group(2))})", out)
+    out = _MD_AUTOLINK.sub(lambda m: md(m.group(1)), out)
+    return _MD_DEFINITION.sub(lambda m: m.group(1) + md(f"[{m.group(2)}]:{m.group(3)}"), out)
+
+
+def label(text: Any) -> str:
+    """Model text for a widget label: one line, shown literally."""
+    return md(" ".join(str(text).split()))

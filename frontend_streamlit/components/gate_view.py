@@ -19,6 +19,7 @@ from components.context import (
     link,
     md,
     require_session,
+    safe_markdown,
     show_error,
     show_flash,
 )
@@ -96,7 +97,7 @@ def _outputs(phase: Phase, state: dict[str, Any]) -> None:
             f"{spec.number}. {spec.title}", key=f"output_{spec.slug}", on_change="rerun"
         )
         if box.open:  # rendered only when opened: keeps the gate page light
-            box.markdown(render_stage(spec, out))
+            box.markdown(safe_markdown(render_stage(spec, out)))
     if not shown:
         st.caption("No stage of this phase has run yet.")
 

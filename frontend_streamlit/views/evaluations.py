@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from components.context import safe_markdown
 
 from haytham.evals.report import list_reports
 
@@ -77,6 +78,6 @@ picked = st.selectbox("Report", runs, index=len(runs) - 1, key="eval_report")
 folder = next(p for p, d in mine if d.get("run_id", p.name) == picked)
 summary = folder / "summary.md"
 if summary.is_file():
-    st.markdown(summary.read_text(encoding="utf-8"))
+    st.markdown(safe_markdown(summary.read_text(encoding="utf-8")))
 else:
     st.warning(f"{summary} is missing; the report.json is still there.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 from components.context import backend, go, select_session, settings, show_error
 
-from haytham.idea import APPETITES, MAX_CHARS, MIN_WORDS
+from haytham.idea import APPETITES, MAX_CHARS, MIN_WORDS, count_words
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -61,19 +61,20 @@ for col, (name, text) in zip(cols, examples.items(), strict=False):
         use_container_width=True,
     )
 
+# No max_chars on the widget: a browser drops a paste that would exceed it, silently. The text
+# is kept whole and the limit is said here (Start refuses it with the same sentence).
 idea = st.text_area(
     "Your idea",
     key=IDEA_KEY,
     height=260,
-    max_chars=MAX_CHARS,
     placeholder="Who is it for, what do they do with it, and why does it matter?",
 )
-words = len((idea or "").split())
+words = count_words(idea or "")
 st.caption(f"{len(idea or ''):,} / {MAX_CHARS:,} characters · {words} words (at least {MIN_WORDS})")
-if len(idea or "") >= MAX_CHARS:
+if len(idea or "") > MAX_CHARS:
     st.warning(
-        f"The idea reached the {MAX_CHARS:,}-character limit; anything pasted beyond it "
-        "was cut. Shorten it to the essentials.",
+        f"The idea is {len(idea or ''):,} characters; the limit is {MAX_CHARS:,}. Your text is "
+        "kept: shorten it to the essentials before you start.",
         icon=":material/content_cut:",
     )
 

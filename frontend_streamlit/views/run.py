@@ -65,7 +65,7 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         return
     error = job.error if job is not None and job.state == "failed" else status.get("last_error")
     if error:
-        st.error(f"The run stopped: {error}", icon=":material/error:")
+        st.error(f"The run stopped: {md(error)}", icon=":material/error:")
         if st.button("Retry / resume", type="primary", key="resume_after_error"):
             attempt(lambda: b.worker.run(sid, "resume"))
             st.rerun()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.context import attempt, backend, md, require_session, show_flash
+from components.context import attempt, backend, label, md, require_session, show_flash
 
 from haytham.export import export, stories
 
@@ -39,11 +39,11 @@ def _targets(state: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def _downloads(sid: str, state: dict[str, Any], has_stories: bool) -> None:
     cols = st.columns(len(DOWNLOADS))
-    for col, (label, fmt, ext, mime) in zip(cols, DOWNLOADS, strict=True):
+    for col, (title, fmt, ext, mime) in zip(cols, DOWNLOADS, strict=True):
         needs_stories = fmt in ("csv", "jira", "linear")
         data = attempt(lambda f=fmt: export(state, f)) if has_stories or not needs_stories else ""
         col.download_button(
-            label,
+            title,
             data or "",
             file_name=f"{sid}.{ext}",
             mime=mime,
@@ -146,7 +146,9 @@ if unknown:
 for s in items:
     if s["id"] not in set(shown["id"]):
         continue
-    box = st.expander(f"{s['id']} · {s['title']}", key=f"story_{s['id']}", on_change="rerun")
+    box = st.expander(
+        f"{label(s['id'])} · {label(s['title'])}", key=f"story_{s['id']}", on_change="rerun"
+    )
     if not box.open:  # rendered only when opened
         continue
     with box:
