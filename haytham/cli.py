@@ -318,6 +318,13 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
             f"clarify {amb['invariant']} ({round(amb['confidence'] * 100)}% confident): "
             f"{amb['ambiguity']} Options: {opts}"
         )
+    if st["ungrounded"]:
+        say(f"not found in your idea (check at Gate 1): {', '.join(st['ungrounded'])}")
+    if st["stale"]:
+        say(
+            f"stale (ran with an anchor value since changed): {', '.join(st['stale'])}; redo "
+            f"them with `haytham clear-from {st['session_id']} {st['stale'][0]}`, then resume."
+        )
     for b in st["blocking"]:
         say(f"blocking [{b['id']}]: {b['message']}")
     for n, g in sorted(st["gates"].items()):

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from haytham.errors import HaythamError, SessionCorrupt
-from haytham.pipeline.gates import open_blocking, phase_for_gate
+from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
 from haytham.pipeline.projection import summarize
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import STAGES
@@ -24,6 +24,9 @@ def broken_files(files: SessionFiles) -> list[str]:
             candidates += sorted(f"{folder}/{p.name}" for p in (files.root / folder).glob("*.json"))
     for rel in candidates:
         path = files.root / rel
+        if path.is_symlink():  # never read through a link (it may point anywhere)
+            problems.append(f"{path}: a symbolic link; not read")
+            continue
         if not path.exists():
             continue
         try:
@@ -83,6 +86,8 @@ def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]
         "state": standing(status, files.is_busy(), last_error(events)),
         "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
+        "ungrounded": [],  # invariants whose source quote is not in the idea
+        "stale": [],  # stages that ran with an anchor value the reviewer has since changed
         "blocking": [],
         "overrides": [
             {"gate": int(n), **o}
@@ -99,9 +104,12 @@ def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]
                     "confidence": i.confidence,
                     "ambiguity": i.ambiguity,
                     "options": i.clarification_options,
+                    "grounded": i.grounded,
                 }
                 for i in anchor.open_ambiguities()
             ]
+            out["ungrounded"] = [i.property for i in anchor.invariants if i.grounded is False]
+            out["stale"] = stale_stages(state)
         except ValueError as exc:
             out["broken_files"].append(f"concept anchor in state: {exc}")
     if gate is not None:

@@ -57,3 +57,20 @@ def test_confidence_and_flags_alone_do_not_make_stages_stale(tmp_path) -> None:
         assert stale_stages({**state, "anchor": edited.model_dump(mode="json")}) == (
             WHY_AFTER_ANCHOR
         )
+
+
+def test_status_names_stale_stages_and_how_to_redo_them(tmp_path, capsys) -> None:
+    from pipeline_helpers import replay_cli_args
+
+    from haytham.cli import main
+
+    args = replay_cli_args(tmp_path)
+    idea = tmp_path / "idea.md"
+    idea.write_text(POWER8_IDEA)
+    assert main(["run", "--idea-file", str(idea), "--session-id", "s", "--quiet", *args]) == 0
+    assert main(["clarify", "s", "--invariant", "session_medium", "--choice", "2", *args]) == 0
+    capsys.readouterr()
+    assert main(["status", "s", *args]) == 0
+    out = capsys.readouterr().out
+    assert "stale (ran with an anchor value since changed): market-context" in out
+    assert "haytham clear-from s market-context" in out
