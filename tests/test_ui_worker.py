@@ -77,7 +77,7 @@ def test_failures_become_messages_and_resume_retries(
     at.button(key="resume").click().run()
     poll(at, lambda a: bool(a.error))
     message = at.error[0].value
-    assert message.startswith("The run stopped:") and "risk-assessment" in message
+    assert message.startswith("The run stopped:") and "risk\\-assessment" in message  # escaped
     assert "Traceback" not in message
     table = at.dataframe[0].value.set_index("stage")
     assert table.loc["Market context", "status"] == "✓ completed"  # earlier stages are kept
@@ -114,7 +114,7 @@ def _buggy_page() -> None:
 def test_a_bug_in_a_page_is_one_sentence() -> None:
     at = AppTest.from_function(_buggy_page, default_timeout=30).run()
     assert not at.exception
-    assert at.error[0].value.startswith("Unexpected error (KeyError)")
+    assert at.error[0].value.startswith("Unexpected error \\(KeyError\\)")  # shown escaped, as text
 
 
 def test_pages_while_a_run_is_in_progress(sessions: Path) -> None:
