@@ -1,6 +1,7 @@
 """Pipeline overhead: how much of a run is Haytham rather than the model.
 
-Runs the Power of 8 replay pipeline end to end (--auto-approve) twice:
+Runs the Power of 8 replay pipeline end to end (--auto-approve, default settings: verifiers,
+input validation and embedding validators on; the cassette covers every verifier turn) twice:
   1. plain replay — the absolute run time, excluding imports (target < 5 s);
   2. replay with a simulated model latency per call (default 5 s; hosted models take 5–60 s
      for a structured stage answer, the bundled local model ~30 s)
@@ -29,7 +30,8 @@ from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
 
 IMPORT_S = time.perf_counter() - import_started
-CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/pipeline.jsonl"
+# the stages and the turns of every verifier and input validator: no cassette misses
+CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"
 IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text()
 
 
@@ -65,12 +67,14 @@ def one_run(sessions: Path, latency: float) -> dict:
         factory._provider_model = real
     events = [json.loads(x) for x in (sessions / sid / "events.jsonl").read_text().splitlines()]
     calls = [e["data"] for e in events if e["type"] == "model_call"]
+    misses = sum("No recorded turn" in str(c.get("error") or "") for c in calls)
     model_s = sum(c["latency_ms"] for c in calls) / 1000
     return {
         "status": outcome.status,
         "wall_s": wall,
         "model_s": model_s,
         "calls": len(calls),
+        "misses": misses,
         "overhead_s": wall - model_s,
     }
 
@@ -87,7 +91,8 @@ def main() -> int:
     print(f"imports: {IMPORT_S:.2f} s (not counted)")
     print(
         f"plain replay run: best {best['wall_s']:.2f} s of {args.runs} "
-        f"({best['calls']} model calls, status {best['status']}) — target < 5 s"
+        f"({best['calls']} model calls, {best['misses']} cassette misses, status "
+        f"{best['status']}) — target < 5 s"
     )
     share = min(r["overhead_s"] / r["wall_s"] for r in delayed)
     slow = min(delayed, key=lambda r: r["overhead_s"])
