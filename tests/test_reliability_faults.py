@@ -12,7 +12,7 @@ import json
 import pytest
 from faults import EXCEPTION_KINDS, REPLY_KINDS, Fault, FaultPlan, assert_consistent, read_events
 from faults import started as started_counts
-from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_settings
+from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 
 from haytham.app import make_service
 from haytham.cli import main
@@ -34,17 +34,7 @@ def cli(tmp_path, monkeypatch):
     idea.write_text(POWER8_IDEA, encoding="utf-8")
 
     def run(*args: str) -> int:
-        return main(
-            [
-                *args,
-                "--provider",
-                "replay",
-                "--cassette",
-                str(POWER8_RUN),
-                "--sessions-dir",
-                str(tmp_path / "sessions"),
-            ]
-        )
+        return main([*args, *replay_cli_args(tmp_path)])
 
     run.idea = str(idea)  # type: ignore[attr-defined]
     return run

@@ -10,7 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import POWER8_IDEA, POWER8_RUN, capture_prompts, replay_settings
+from pipeline_helpers import (
+    POWER8_IDEA,
+    capture_prompts,
+    replay_cli_args,
+    replay_settings,
+)
 
 from haytham.app import make_service
 from haytham.cli import main
@@ -26,17 +31,6 @@ HTML = (
     '<iframe src="https://evil.example"></iframe> '
 )
 SID = "bad"
-
-
-def _opts(tmp_path: Path) -> list[str]:
-    return [
-        "--provider",
-        "replay",
-        "--cassette",
-        str(POWER8_RUN),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
-    ]
 
 
 def _files(root: Path) -> dict[Path, bytes]:
@@ -68,13 +62,13 @@ def at_gate_1(gate_1, tmp_path) -> Path:
 def test_unusual_idea_text_is_kept_verbatim_as_quoted_data(tmp_path, monkeypatch, capsys, prefix):
     prompts = capture_prompts(monkeypatch)
     idea = prefix + POWER8_IDEA
-    assert main(["run", "--idea", idea, "--session-id", "text", *_opts(tmp_path)]) == 0
+    assert main(["run", "--idea", idea, "--session-id", "text", *replay_cli_args(tmp_path)]) == 0
     assert "waiting at Gate 1" in capsys.readouterr().out
     root = tmp_path / "sessions" / "text"
     assert (root / "idea.md").read_text(encoding="utf-8") == idea.strip() + "\n"
-    assert main(["status", "text", "--json", *_opts(tmp_path)]) == 0
+    assert main(["status", "text", "--json", *replay_cli_args(tmp_path)]) == 0
     assert json.loads(capsys.readouterr().out)["idea"] == idea.strip()[:200]
-    assert main(["export", "text", "--format", "json", *_opts(tmp_path)]) == 0
+    assert main(["export", "text", "--format", "json", *replay_cli_args(tmp_path)]) == 0
     assert json.loads(capsys.readouterr().out)["idea"] == idea.strip()
     body = next(p["text"] for p in prompts if p["agent"] == "idea-analysis")
     quoted = body[body.index("<<<IDEA") : body.rindex("IDEA>>>")]
@@ -136,14 +130,14 @@ def test_invalid_gate_commands_are_refused_and_change_nothing(
     at_gate_1, tmp_path, capsys, argv, says
 ):
     before = _files(at_gate_1)
-    assert main([*argv, *_opts(tmp_path)]) == 2
+    assert main([*argv, *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err, err
     assert _files(at_gate_1) == before  # not even an event
 
 
 def test_approving_a_gate_twice_is_refused_and_recorded_once(at_gate_1, tmp_path, capsys):
-    opts = _opts(tmp_path)
+    opts = replay_cli_args(tmp_path)
     for prop in ("interaction_model", "session_medium"):
         assert main(["clarify", SID, "--invariant", prop, "--choice", "1", *opts]) == 0
     assert main(["approve", SID, "--gate", "1", *opts]) == 0
@@ -201,7 +195,7 @@ def test_a_superscript_digit_choice_is_a_clear_input_error(at_gate_1, tmp_path):
 )
 def test_bad_session_ids_are_refused_before_any_file_access(tmp_path, capsys, bad_id, command):
     sessions = tmp_path / "sessions"
-    argv = [command[0], bad_id, *command[1:], *_opts(tmp_path)]
+    argv = [command[0], bad_id, *command[1:], *replay_cli_args(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Invalid session id" in err and "Traceback" not in err
@@ -211,7 +205,7 @@ def test_bad_session_ids_are_refused_before_any_file_access(tmp_path, capsys, ba
 
 @pytest.mark.parametrize("bad_id", ["../outside", "/tmp/abs", "x" * 65, "UPPER"])
 def test_a_new_session_or_fork_with_a_bad_id_creates_nothing(at_gate_1, tmp_path, capsys, bad_id):
-    opts = _opts(tmp_path)
+    opts = replay_cli_args(tmp_path)
     before = sorted(p.name for p in (tmp_path / "sessions").iterdir())
     assert main(["run", "--idea", POWER8_IDEA, "--session-id", bad_id, *opts]) == 2
     assert main(["fork", SID, "--from", "mvp-scope", "--session-id", bad_id, *opts]) == 2
@@ -225,7 +219,7 @@ def test_a_symlinked_folder_inside_a_session_cannot_redirect_writes(at_gate_1, t
     outside.mkdir()
     shutil.rmtree(at_gate_1 / "stages")
     (at_gate_1 / "stages").symlink_to(outside)
-    assert main(["resume", SID, *_opts(tmp_path)]) == 2
+    assert main(["resume", SID, *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "resolves outside session bad" in err and "refusing" in err
     assert list(outside.iterdir()) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from faults import Fault, FaultPlan, read_events
-from pipeline_helpers import POWER8_IDEA, POWER8_RUN
+from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_cli_args
 
 from haytham.cli import main
 from haytham.redact import redact
@@ -56,14 +56,7 @@ def _leaks(keys: dict[str, str], folder: Path, *texts: str) -> list[str]:
 
 def test_a_full_session_writes_no_key_anywhere(tmp_path, fake_keys, capsys, caplog):
     caplog.set_level(logging.DEBUG)
-    opts = [
-        "--provider",
-        "replay",
-        "--cassette",
-        str(POWER8_RUN),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
-    ]
+    opts = replay_cli_args(tmp_path)
     idea = tmp_path / "idea.md"
     idea.write_text(POWER8_IDEA)
     assert (

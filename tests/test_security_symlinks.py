@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_settings
+from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 
 from haytham.app import make_service
 from haytham.cli import main
@@ -36,17 +36,6 @@ WRITERS = {
 }
 # `status` writes nothing, but it opens these itself (the others through status.py's reader)
 STATUS_READS = (".lock", "events.jsonl", "state.db")
-
-
-def _opts(tmp_path: Path) -> list[str]:
-    return [
-        "--provider",
-        "replay",
-        "--cassette",
-        str(POWER8_RUN),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
-    ]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -107,7 +96,7 @@ def test_a_writing_command_refuses_a_symlinked_session_file_and_writes_nothing(
 ):
     outside = _plant(session, rel, tmp_path)
     before = _tree(session)
-    assert main([*WRITERS[command], *_opts(tmp_path)]) == 2
+    assert main([*WRITERS[command], *replay_cli_args(tmp_path)]) == 2
     _refused_in_one_sentence(capsys.readouterr().err, rel)
     assert outside.read_bytes() == PRECIOUS  # nothing written through the link
     assert (session / rel).is_symlink()  # nor the link replaced by a rename
@@ -118,7 +107,7 @@ def test_a_writing_command_refuses_a_symlinked_session_file_and_writes_nothing(
 @pytest.mark.parametrize("rel", STATUS_READS)
 def test_status_refuses_a_symlinked_lock_event_log_or_state_db(session, tmp_path, capsys, rel):
     outside = _plant(session, rel, tmp_path)
-    assert main(["status", SID, *_opts(tmp_path)]) == 2
+    assert main(["status", SID, *replay_cli_args(tmp_path)]) == 2
     _refused_in_one_sentence(capsys.readouterr().err, rel)
     assert outside.read_bytes() == PRECIOUS
 
@@ -131,7 +120,7 @@ def test_a_symlinked_sqlite_journal_is_refused_before_sqlite_opens_the_database(
     outside = tmp_path / "outside.txt"
     outside.write_bytes(PRECIOUS)
     (session / rel).symlink_to(outside)
-    assert main(["status", SID, *_opts(tmp_path)]) == 2  # status never takes the lock
+    assert main(["status", SID, *replay_cli_args(tmp_path)]) == 2  # status never takes the lock
     _refused_in_one_sentence(capsys.readouterr().err, rel)
     assert outside.read_bytes() == PRECIOUS
     with pytest.raises(InputError, match="symbolic link"):
@@ -164,13 +153,13 @@ def test_validate_refuses_a_symlinked_session_folder_by_id_and_by_path(session, 
     real = tmp_path / "elsewhere"
     shutil.move(str(session), real)
     session.symlink_to(real, target_is_directory=True)
-    assert main(["validate", SID, *_opts(tmp_path)]) == 2
+    assert main(["validate", SID, *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"Session '{SID}' is a symbolic link; refusing to follow it."
-    assert main(["validate", str(session), *_opts(tmp_path)]) == 2
+    assert main(["validate", str(session), *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"Session folder {session} is a symbolic link; refusing to follow it."
-    assert main(["validate", str(real), *_opts(tmp_path)]) == 0  # the real folder is fine
+    assert main(["validate", str(real), *replay_cli_args(tmp_path)]) == 0  # the real folder is fine
 
 
 @pytest.mark.parametrize("rel", [OUTPUT, "events.jsonl", "idea.md"])
@@ -179,7 +168,7 @@ def test_validate_refuses_a_symlinked_file_in_the_session(session, tmp_path, cap
     shutil.copyfile(session / rel, copy)  # a valid file: following the link would succeed
     (session / rel).unlink()
     (session / rel).symlink_to(copy)
-    assert main(["validate", SID, *_opts(tmp_path)]) == 2
+    assert main(["validate", SID, *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.strip() == (
@@ -192,7 +181,7 @@ def test_validate_refuses_a_symlinked_stages_folder(session, tmp_path, capsys):
     real = tmp_path / "stages-elsewhere"
     shutil.move(str(session / "stages"), real)
     (session / "stages").symlink_to(real, target_is_directory=True)
-    assert main(["validate", SID, *_opts(tmp_path)]) == 2
+    assert main(["validate", SID, *replay_cli_args(tmp_path)]) == 2
     assert "Session file stages in session linked is a symbolic link" in capsys.readouterr().err
 
 
@@ -208,7 +197,7 @@ def test_validate_refuses_a_symlinked_stages_folder(session, tmp_path, capsys):
 )
 def test_validate_refuses_a_malformed_target_in_one_sentence(tmp_path, capsys, target, message):
     (tmp_path / "sessions").mkdir()
-    assert main(["validate", target, *_opts(tmp_path)]) == 2
+    assert main(["validate", target, *replay_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "unexpected" not in err
     assert err.count("\n") == 1 and err.strip().endswith(message)
