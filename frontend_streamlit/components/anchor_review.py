@@ -33,11 +33,22 @@ def _confident(inv: Invariant) -> None:
         if inv.user_clarified
         else (" · auto-resolved (first option)" if inv.auto_resolved else "")
     )
-    st.success(
+    text = (
         f"**{md(inv.property)}** = {md(inv.value)}  \n"
-        f"Source: “{md(inv.source)}” · {round(inv.confidence * 100)}% confident{tag}",
-        icon=":material/check_circle:",
+        f"Source: “{md(inv.source)}”{_grounding(inv)} · {round(inv.confidence * 100)}% "
+        f"confident{tag}"
     )
+    if inv.grounded is False:  # confirmed by the founder, but its quote is not in the idea
+        st.info(text, icon=":material/person_check:")
+    else:
+        st.success(text, icon=":material/check_circle:")
+
+
+def _grounding(inv: Invariant) -> str:
+    """How the source quote was checked against the idea (nothing for older sessions)."""
+    if inv.grounded is None:
+        return ""
+    return " (found in your idea)" if inv.grounded else " (**not found in your idea**)"
 
 
 def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
@@ -49,7 +60,8 @@ def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
                 f"{round(inv.confidence * 100)}% confident", color="orange", icon=":material/help:"
             )
         st.warning(
-            f"{md(inv.ambiguity or '')}  \nSource: “{md(inv.source)}”", icon=":material/warning:"
+            f"{md(inv.ambiguity or '')}  \nSource: “{md(inv.source)}”{_grounding(inv)}",
+            icon=":material/warning:",
         )
         return st.radio(
             f"What did you mean by {inv.property}?",
@@ -82,7 +94,7 @@ def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -
         )
     else:
         st.success(
-            "All invariants are high-confidence. Check them against your idea before "
+            "No invariant is waiting for a clarification. Check them against your idea before "
             "they constrain every later stage.",
             icon=":material/verified:",
         )

@@ -28,7 +28,7 @@ from components.progress import pretty_status
 
 from haytham.pipeline.gates import BlockingItem, open_blocking, phase_for_gate
 from haytham.render import render_stage
-from haytham.stages import Phase, phase_stages
+from haytham.stages import Phase, get_stage, phase_stages
 
 ALL_OPEN = "all open items"
 
@@ -59,6 +59,7 @@ def render_gate(gate: int) -> None:
     elif not here:
         st.info(_not_here(gate, record, status), icon=":material/info:")
     editable = here and not busy
+    _stale(b, sid, status, busy)
     with st.expander("The idea, as you wrote it"):
         st.markdown(md(state.get("idea", "")))
     if phase is Phase.WHY:
@@ -74,6 +75,26 @@ def render_gate(gate: int) -> None:
     _overrides(record)
     if editable:
         _actions(b, sid, gate, phase, state, status)
+
+
+def _stale(b: Backend, sid: str, status: dict[str, Any], busy: bool) -> None:
+    """Stages made with an anchor value the reviewer has since changed, and the way to redo them."""
+    stale = status.get("stale") or []
+    if not stale:
+        return
+    names = ", ".join(get_stage(s).title for s in stale)
+    st.warning(
+        f"Made with an earlier anchor: {md(names)}. Their outputs and checks may not follow "
+        "the anchor as it is now.",
+        icon=":material/history:",
+    )
+    first = get_stage(stale[0])
+    clicked = st.button(
+        f"Re-run from {first.title}", key="rerun_stale", disabled=busy, icon=":material/replay:"
+    )
+    if clicked and attempt(lambda: b.service.clear_from(sid, first.slug)) is not None:
+        b.worker.run(sid, "resume")
+        go("run", sid)
 
 
 def _not_here(gate: int, record: dict[str, Any], status: dict[str, Any]) -> str:
