@@ -83,3 +83,11 @@ def test_a_session_id_from_the_url_is_text_and_no_path_is_shown(
     assert not at.exception
     assert not _live_markdown(at)
     assert not any(str(sessions) in t or str(tmp_path) in t for t in texts(at))
+
+
+def test_error_messages_show_no_server_paths() -> None:
+    from components.context import no_paths
+
+    message = "Could not write /srv/haytham/sessions/abc/gates.json: the disk is full."
+    assert no_paths(message) == "Could not write …/gates.json: the disk is full."
+    assert no_paths("see http://host/a/b, 1/2") == "see http://host/a/b, 1/2"

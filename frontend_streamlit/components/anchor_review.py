@@ -66,6 +66,7 @@ def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
         return st.radio(
             f"What did you mean by {inv.property}?",
             inv.clarification_options,
+            format_func=md,  # options are model text: shown literally, never as Markdown
             index=None,
             key=key,
             disabled=not editable,

@@ -113,7 +113,7 @@ def require_session(b: Backend) -> str:
     except HaythamError as exc:
         select_session(None)
         # the id came from the URL: shown as text, and never the server's folder
-        st.error(md(str(exc).replace(str(b.service.store.root), "this server's sessions folder")))
+        st.error(md(no_paths(str(exc))))
         link("sessions", "Pick another session", ":material/folder_open:")
         st.stop()
     return sid
@@ -123,7 +123,7 @@ def require_session(b: Backend) -> str:
 def show_error(exc: BaseException) -> None:
     """One clear sentence for the user; never a traceback."""
     message, _ = describe_error(exc)
-    st.error(md(message), icon=":material/error:")
+    st.error(md(no_paths(message)), icon=":material/error:")
 
 
 @contextmanager
@@ -159,6 +159,14 @@ def show_flash() -> None:
 
 # -- text from users and models ----------------------------------------------------------------
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/])/(?:[^\s/'\"`:]{1,255}/){1,64}([^\s/'\"`:,;]{0,255})")
+
+
+def no_paths(message: str) -> str:
+    """``message`` with server paths cut to their last part (``/srv/x/sessions/abc`` → ``…/abc``)."""
+    return _ABSOLUTE_PATH.sub(lambda m: f"…/{m.group(1)}", message)
 
 
 def md(text: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, md, require_session, show_flash
+from components.context import attempt, backend, go, md, no_paths, require_session, show_flash
 from components.progress import done_count, pretty_status, stage_table, totals_line
 
 from haytham.worker import Job
@@ -65,7 +65,7 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         return
     error = job.error if job is not None and job.state == "failed" else status.get("last_error")
     if error:
-        st.error(f"The run stopped: {md(error)}", icon=":material/error:")
+        st.error(f"The run stopped: {md(no_paths(error))}", icon=":material/error:")
         if st.button("Retry / resume", type="primary", key="resume_after_error"):
             attempt(lambda: b.worker.run(sid, "resume"))
             st.rerun()
