@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_ui_support import POWER8_IDEA, app, at_gate, gates_json, poll, shows, use_replay
+from test_ui_support import POWER8_IDEA, app, at_gate, gates_json, option, poll, shows, use_replay
 
 from haytham.schemas.anchor import ConceptAnchor
 
@@ -48,17 +48,17 @@ def test_idea_to_gate_2(sessions: Path) -> None:
     }
     chosen = {}
     for r in radios:
-        r.set_value(r.options[-1])
-        chosen[r.key.removeprefix(f"clarify_{sid}_")] = r.options[-1]
+        r.set_value(option(r, -1))
+        chosen[r.key.removeprefix(f"clarify_{sid}_")] = option(r, -1)
     at.button(key="confirm_clarifications").click().run()
     assert not at.exception
     assert shows(at, "Clarified 2 invariant(s)")
     assert not [w for w in at.warning if "Clarification needed" in w.value]
 
     anchor = ConceptAnchor.model_validate_json((sessions / sid / "concept_anchor.json").read_text())
-    for prop, option in chosen.items():
+    for prop, value in chosen.items():
         inv = anchor.invariant(prop)
-        assert (inv.value, inv.confidence, inv.user_clarified) == (option, 1.0, True)
+        assert (inv.value, inv.confidence, inv.user_clarified) == (value, 1.0, True)
     record = gates_json(sessions, sid)["1"]
     assert {c["invariant"] for c in record["clarifications"]} == set(chosen)
 

@@ -12,6 +12,7 @@ from test_ui_support import (
     at_gate,
     gates_json,
     no_go_cassette,
+    option,
     poll,
     session_at,
     shows,
@@ -87,9 +88,9 @@ def test_gate_1_edit_and_remove_non_goal_are_logged(sessions: Path) -> None:
 def test_confirm_needs_every_choice(sessions: Path) -> None:
     sid = session_at(1)
     at = app(sid, "views/gate_1.py")
-    at.radio(key=f"clarify_{sid}_interaction_model").set_value(
-        at.radio(key=f"clarify_{sid}_interaction_model").options[0]
-    )
+    anchor = ConceptAnchor.model_validate_json((sessions / sid / "concept_anchor.json").read_text())
+    first = anchor.invariant("interaction_model").clarification_options[0]  # the raw value
+    at.radio(key=f"clarify_{sid}_interaction_model").set_value(first)
     at.button(key="confirm_clarifications").click().run()
     assert any("Pick an option for: session_medium" in e.value for e in at.error)
     assert gates_json(sessions, sid)["1"]["clarifications"] == []
@@ -132,7 +133,7 @@ def test_no_go_blocks_approval_until_proceed_anyway(
 
     at.switch_page("views/gate_1.py").run()
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
-        radio.set_value(radio.options[0])
+        radio.set_value(option(radio, 0))
     at.button(key="confirm_clarifications").click().run()
     assert not at.button(key="approve_1").disabled, texts(at)
 
@@ -231,7 +232,7 @@ def test_blocking_items_disable_approve_until_overridden(
     at = app(sid, "views/gate_1.py")
     assert any("could not decide" in w.value for w in at.warning)
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
-        radio.set_value(radio.options[0])
+        radio.set_value(option(radio, 0))
     at.button(key="confirm_clarifications").click().run()
     assert at.button(key="approve_1").disabled
     assert shows(at, "1 blocking item(s) are open")

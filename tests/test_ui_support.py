@@ -4,6 +4,7 @@ replay provider through the environment, exactly as ``streamlit run`` would read
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -136,3 +137,9 @@ def no_go_cassette(tmp: Path) -> Path:
                     item["input"]["payload"]["knockout_criteria"][0]["passed"] = False
         lines.append(entry)
     return write_cassette(tmp / "no_go.jsonl", lines)
+
+
+def option(radio, n: int) -> str:  # noqa: ANN001
+    """The value of a radio's ``n``-th option: options show model text escaped (``md``), and
+    ``set_value`` takes the value itself."""
+    return re.sub(r"\\(.)", r"\1", radio.options[n])
