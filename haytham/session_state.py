@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from burr.core.persistence import SQLitePersister
 
 from haytham.errors import SessionCorrupt, StorageError
 from haytham.pipeline import actions
-from haytham.pipeline.graph import PARTITION
+from haytham.pipeline.graph import GATES, PARTITION, verify_name
 from haytham.pipeline.projection import SNAPSHOT
 from haytham.stages import STAGES, Phase, get_stage
 from haytham.store import (
@@ -39,9 +40,22 @@ def _persister(files: SessionFiles) -> SQLitePersister:
     return persister
 
 
-def _save_state(files: SessionFiles, seq: int, position: str, state: Mapping[str, Any]) -> None:
+def _save_state(
+    files: SessionFiles,
+    seq: int,
+    position: str,
+    state: Mapping[str, Any],
+    status: str = "completed",
+) -> None:
     clean = {k: v for k, v in state.items() if not k.startswith("__")}
-    _persister(files).save(PARTITION, files.session_id, seq, position, State(clean), "completed")
+    _persister(files).save(PARTITION, files.session_id, seq, position, State(clean), status)
+
+
+# Every step the graph can stand at; a snapshot naming anything else is not trusted.
+_POSITIONS = frozenset(
+    {"start", "anchor_extraction", "end", *(s.action for s in STAGES), *GATES}
+    | {verify_name(p) for p in Phase}
+)
 
 
 @dataclass(frozen=True)
@@ -52,16 +66,77 @@ class Recovered:
     position: str
     sequence_id: int
     reason: str
+    status: str = "completed"  # a copied row keeps ``failed``: resume re-runs that step
+
+
+@dataclass(frozen=True)
+class _Row:
+    app_id: str
+    state: dict[str, Any]
+    position: str
+    sequence_id: int
+    status: str
+
+
+_COLUMNS = "app_id, position, state, sequence_id, status"
+
+
+def _latest_row(files: SessionFiles, *, other_than: str | None = None) -> _Row | None:
+    """The latest ``burr_state`` row of this session (or, with ``other_than``, of the most
+    recent other id). Read-only: unlike Burr's persister it never creates the table or the
+    file, so ``status`` on a damaged session writes nothing."""
+    path = files.state_db
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(str(path))
+        try:
+            table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='burr_state'"
+            ).fetchone()
+            if table is None:
+                return None
+            if other_than is None:
+                query = (
+                    f"SELECT {_COLUMNS} FROM burr_state WHERE partition_key = ? AND app_id = ? "
+                    "ORDER BY sequence_id DESC LIMIT 1"
+                )
+                row = conn.execute(query, (PARTITION, files.session_id)).fetchone()
+            else:
+                query = (
+                    f"SELECT {_COLUMNS} FROM burr_state WHERE partition_key = ? AND app_id <> ? "
+                    "ORDER BY created_at DESC, sequence_id DESC LIMIT 1"
+                )
+                row = conn.execute(query, (PARTITION, other_than)).fetchone()
+        finally:
+            conn.close()
+        if row is None:
+            return None
+        state = State.deserialize(json.loads(row[2])).get_all()
+        return _Row(str(row[0]), state, str(row[1]), int(row[3]), str(row[4]))
+    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
+        raise SessionCorrupt(str(path), str(exc)) from None
 
 
 def _db_state(files: SessionFiles) -> tuple[dict[str, Any], int] | None:
-    if not files.state_db.exists():
-        return None
+    row = _latest_row(files)
+    return (row.state, row.sequence_id) if row else None
+
+
+def _snapshot(files: SessionFiles) -> dict[str, Any] | None:
+    """``state.json`` when it is readable and names a step of the graph, else ``None`` (an
+    unreadable one is listed by ``status`` among the broken files)."""
     try:
-        loaded = _persister(files).load(PARTITION, files.session_id)
-    except Exception as exc:  # sqlite3.DatabaseError and friends
-        raise SessionCorrupt(str(files.state_db), str(exc)) from None
-    return (loaded["state"].get_all(), int(loaded["sequence_id"])) if loaded else None
+        snap = files.read_json(SNAPSHOT, default=None)
+    except SessionCorrupt:
+        return None
+    if (
+        isinstance(snap, dict)
+        and isinstance(snap.get("state"), dict)
+        and snap.get("position") in _POSITIONS
+    ):
+        return snap
+    return None
 
 
 def recover_state(files: SessionFiles) -> Recovered | None:
@@ -72,34 +147,43 @@ def recover_state(files: SessionFiles) -> Recovered | None:
     is then the record; an older session without one falls back to the database's rows of the
     id it was copied from. ``None`` when the database is up to date (or nothing ran yet).
     """
-    current = _db_state(files)
-    snap = files.read_json(SNAPSHOT, default=None)
-    if isinstance(snap, dict) and isinstance(snap.get("state"), dict) and snap.get("position"):
+    current = _latest_row(files)
+    snap = _snapshot(files)
+    if snap is not None:
         seq = snap.get("sequence_id")
-        seq = int(seq) if isinstance(seq, int) else -1
-        if current is None or current[1] < seq:
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
+        if current is None or current.sequence_id < seq:
             why = (
                 "state.db has no state for this session"
                 if current is None
-                else ("state.db is older than the session files")
+                else "state.db is older than the session files"
             )
             state = {**snap["state"], "session_id": files.session_id}
             return Recovered(state, str(snap["position"]), max(seq, 0), why)
         return None
-    if current is not None or not files.state_db.exists():
+    if current is not None:
         return None
-    persister = _persister(files)
-    for other in persister.list_app_ids(PARTITION):
-        loaded = persister.load(PARTITION, other)
-        if other != files.session_id and loaded:
-            state = {**loaded["state"].get_all(), "session_id": files.session_id}
-            why = f"state.db holds the state of session {other} (the folder was copied)"
-            return Recovered(state, str(loaded["position"]), int(loaded["sequence_id"]), why)
-    return None
+    other = _latest_row(files, other_than=files.session_id)
+    if other is None:
+        return None
+    state = {**other.state, "session_id": files.session_id}
+    why = f"state.db holds the state of session {other.app_id} (the folder was copied)"
+    return Recovered(state, other.position, other.sequence_id, why, other.status)
 
 
 def _has_stage_files(files: SessionFiles) -> bool:
     return any((files.root / "stages").glob("*/output.json"))
+
+
+def _refuse_without_state(files: SessionFiles) -> None:
+    """Stage files exist but neither the database nor ``state.json`` says where the session
+    stands: any command would start over (or export nothing), so none is run."""
+    if _has_stage_files(files):
+        raise SessionCorrupt(
+            str(files.state_db),
+            "it is missing or empty, and the folder has completed stages but no readable "
+            "state.json to rebuild it from; nothing was changed (restore state.db from a backup)",
+        )
 
 
 def ensure_state(files: SessionFiles) -> None:
@@ -111,26 +195,26 @@ def ensure_state(files: SessionFiles) -> None:
     found = recover_state(files)
     if found is not None:
         with storage_errors(files):
-            _save_state(files, found.sequence_id, found.position, found.state)
+            _save_state(files, found.sequence_id, found.position, found.state, found.status)
         files.append_event("state_rebuilt", None, reason=found.reason, position=found.position)
         return
-    if _db_state(files) is None and _has_stage_files(files):
-        raise SessionCorrupt(
-            str(files.state_db),
-            "it is missing or empty, and the folder has completed stages but no state.json to "
-            "rebuild it from; nothing was changed (restore state.db from a backup)",
-        )
+    if _latest_row(files) is None:
+        _refuse_without_state(files)
 
 
 def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
     """The latest persisted state: ``state.db``, or what :func:`recover_state` finds (read-only:
-    nothing is written here; a writing command rebuilds the database with :func:`ensure_state`)."""
+    nothing is written here; a writing command rebuilds the database with :func:`ensure_state`).
+
+    Refuses, like :func:`ensure_state`, a session whose stages exist without any state: an
+    empty export or an all-pending status would misreport it."""
     found = recover_state(files)
     if found is not None:
         return found.state, found.sequence_id
     loaded = _db_state(files)
     if loaded:
         return loaded
+    _refuse_without_state(files)
     meta = files.read_json("session.json", default={}) or {}
     return {
         **actions.INITIAL_STATE,

@@ -18,6 +18,7 @@ def broken_files(files: SessionFiles) -> list[str]:
     """Session files that cannot be read back: ``path: reason`` for each."""
     problems = []
     candidates = ["concept_anchor.json", "gates.json", "summary.json", "session.json"]
+    candidates += ["state.json"]  # the snapshot that rebuilds a lost state.db
     candidates += [f"stages/{s.dir_name}/output.json" for s in STAGES]
     for folder in ("verifications", "reviews"):
         if (files.root / folder).is_dir():

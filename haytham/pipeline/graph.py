@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from burr.core import Application, ApplicationBuilder, default, when
+from burr.core.application import PRIOR_STEP
 from burr.core.persistence import PersisterHook, SQLitePersister
 from burr.tracking.client import LocalTrackingClient
 
@@ -113,5 +114,9 @@ def build_application(
     if tracking_dir:
         builder = builder.with_tracker(_Tracker(project=PROJECT, storage_dir=tracking_dir))
     app = builder.build()
-    projector.project(app.state.get_all())  # files agree with the persisted state on open
+    # files agree with the persisted state on open; a state loaded as completed also writes
+    # ``state.json`` (a session older than the snapshot gets one before anything else happens)
+    state = app.state.get_all()
+    position = state.get(PRIOR_STEP) if app.sequence_id is not None else None
+    projector.project(state, position=position, sequence_id=app.sequence_id)
     return app

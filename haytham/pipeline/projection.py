@@ -14,8 +14,9 @@ from typing import Any
 
 from burr.lifecycle import PostRunStepHook
 
+from haytham.progress import INPUTS_PREFIX
 from haytham.render import render_stage
-from haytham.stages import STAGES
+from haytham.stages import STAGES, Phase
 from haytham.store import SCHEMA_VERSION, SessionFiles
 
 SUMMARY_STAGES = ("idea-analysis", "anchor-extraction", *[s.slug for s in STAGES[1:]])
@@ -41,6 +42,34 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def _row(status: str) -> dict[str, Any]:
+    return {
+        "status": status,
+        "wall_ms": 0.0,
+        "model_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "retries": 0,
+        "runs": 0,
+    }
+
+
+def _clear_rows(stages: dict[str, dict[str, Any]], slug: str) -> None:
+    """``clear-from slug``: the summary of ``slug`` and everything after it reads as if those
+    stages never ran (the rows of their verifiers and input checks go too), mirroring
+    :func:`haytham.session_state.cleared_state`."""
+    cleared = set(SUMMARY_STAGES[SUMMARY_STAGES.index(slug) :])
+    spec = next((s for s in STAGES if s.slug == slug), STAGES[0])
+    phases = {p for p in Phase if p.gate >= spec.phase.gate}
+    gone = {f"verify-{p.value.lower()}" for p in phases}
+    gone |= {f"{INPUTS_PREFIX}{s}" for s in cleared}
+    for name in list(stages):
+        if name in cleared:
+            stages[name] = _row("pending")
+        elif name in gone:
+            del stages[name]
+
+
 def summarize(
     events: list[dict[str, Any]], state: Mapping[str, Any], *, busy: bool = False
 ) -> dict[str, Any]:
@@ -48,31 +77,9 @@ def summarize(
 
     A stage that started but has no output is ``running`` while a process holds the session
     (``busy``) and ``interrupted`` otherwise (a crash or kill; ``resume`` re-runs it)."""
-    stages: dict[str, dict[str, Any]] = {
-        s: {
-            "status": "pending",
-            "wall_ms": 0.0,
-            "model_calls": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "retries": 0,
-            "runs": 0,
-        }
-        for s in SUMMARY_STAGES
-    }
+    stages: dict[str, dict[str, Any]] = {s: _row("pending") for s in SUMMARY_STAGES}
     for ev in events:
-        row = stages.setdefault(
-            ev.get("stage") or "(session)",
-            {
-                "status": "",
-                "wall_ms": 0.0,
-                "model_calls": 0,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "retries": 0,
-                "runs": 0,
-            },
-        )
+        row = stages.setdefault(ev.get("stage") or "(session)", _row(""))
         data = ev.get("data") or {}
         kind = ev.get("type")
         if kind == "model_call":
@@ -92,9 +99,7 @@ def summarize(
             row["status"] = "failed"
             row["error"] = (data.get("error") or {}).get("message", "")
         elif kind == "cleared_from" and ev.get("stage") in SUMMARY_STAGES:
-            for slug in SUMMARY_STAGES[SUMMARY_STAGES.index(ev["stage"]) :]:
-                stages[slug]["status"] = "pending"
-                stages[slug]["runs"] = 0
+            _clear_rows(stages, ev["stage"])
     # Completion is what the state holds, not what an event says: a process killed after a
     # stage's ``stage_completed`` event but before its state was saved re-runs that stage.
     outputs = state.get("outputs") or {}
