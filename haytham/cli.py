@@ -17,7 +17,7 @@ from typing import Any
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.evals.cli import add_parser as add_eval_parser
-from haytham.export import write_export
+from haytham.export import json_text, write_export
 from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
@@ -173,14 +173,16 @@ def _print_outcome(outcome: Any, as_json: bool = False) -> None:
             )
         )
         return
-    print(f"session: {outcome.session_id}")
+    print(terminal_safe(f"session: {outcome.session_id}"))
     if outcome.gate:
         print(
-            f"waiting at Gate {outcome.gate}: review it with `haytham status "
-            f"{outcome.session_id}`, then approve, rework, override or clarify."
+            terminal_safe(
+                f"waiting at Gate {outcome.gate}: review it with `haytham status "
+                f"{outcome.session_id}`, then approve, rework, override or clarify."
+            )
         )
     else:
-        print(f"status: {outcome.status}")
+        print(terminal_safe(f"status: {outcome.status}"))
 
 
 def _caveat(settings: Settings) -> None:
@@ -190,7 +192,24 @@ def _caveat(settings: Settings) -> None:
         print(f"note: {LOCAL_MODEL_CAVEAT}", file=sys.stderr)
 
 
+def strict_arguments(args: argparse.Namespace) -> None:
+    """Refuse any text argument that is not valid UTF-8, before anything is read or created.
+
+    Python hands undecodable argv bytes over as lone surrogates (``surrogateescape``); text with
+    them would be stored half-broken (an idea that later reads as empty). File and folder paths
+    (``Path`` values) keep their bytes: they are valid names on POSIX.
+    """
+    for name, value in sorted(vars(args).items()):
+        if isinstance(value, str) and any("\udc80" <= c <= "\udcff" for c in value):
+            label = name.replace("_", "-")
+            raise InputError(
+                f"The {label} argument is not valid UTF-8 text; pass it as UTF-8 "
+                "(check the terminal's encoding); nothing was changed."
+            )
+
+
 def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table reads best
+    strict_arguments(args)
     if args.command == "eval":
         from haytham.evals.cli import main as eval_main
 
@@ -206,14 +225,14 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
         from haytham.models.providers import provider_report
 
         for p in provider_report(settings):
-            print(f"{'✓' if p.usable else '✗'} {p.name:<10} {p.reason}")
+            print(terminal_safe(f"{'✓' if p.usable else '✗'} {p.name:<10} {p.reason}"))
         return 0
     if args.command == "doctor":
         from haytham.doctor import run_checks
 
         checks = run_checks(settings)
         for c in checks:
-            print(f"{'ok ' if c.ok else 'BAD'} {c.name}: {c.detail}")
+            print(terminal_safe(f"{'ok ' if c.ok else 'BAD'} {c.name}: {c.detail}"))
         return 0 if all(c.ok for c in checks) else 1
     if args.command == "validate":
         from haytham.validate import cli_main
@@ -261,13 +280,13 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         _print_status(svc.status(args.session_id), args.json)
     elif args.command == "sessions":
         for sid in svc.list_sessions():
-            print(sid)
+            print(terminal_safe(sid))
     elif args.command == "show":
         print(terminal_safe(svc.show(args.session_id, args.stage)))
     elif args.command == "clear-from":
         _print_outcome(svc.clear_from(args.session_id, args.stage))
     elif args.command == "fork":
-        print(svc.fork(args.session_id, args.stage, args.new_id))
+        print(terminal_safe(svc.fork(args.session_id, args.stage, args.new_id)))
     elif args.command == "export":
         text = svc.export(args.session_id, args.format)
         if args.output:
@@ -292,7 +311,7 @@ def _decide(args: argparse.Namespace, svc: Any) -> Any:
 
 def _print_status(st: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(terminal_safe(json.dumps(st, indent=2, ensure_ascii=False)))
+        print(json_text(st))  # C0 escaped by json, C1 by json_text: nothing raw, nothing lost
         return
     lines: list[str] = []
     say = lines.append

@@ -1,7 +1,9 @@
 """Exports of a session: Markdown (for people), JSON (everything), CSV (stories).
 
 CSV, Jira and Linear cells that a spreadsheet would run as a formula are neutralised
-(:func:`haytham.sanitize.spreadsheet_cell`); Markdown carries no control characters.
+(:func:`haytham.sanitize.spreadsheet_cell`, per OWASP's CSV-injection guidance); Markdown carries
+no control characters and its table cells are escaped (:mod:`haytham.render`); JSON keeps every
+string as written, with DEL and C1 control characters as ``\\u`` escapes (:func:`json_text`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import errno
 import io
 import json
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +27,18 @@ from haytham.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear")
+_C1 = re.compile("[\x7f-\x9f]")
+
+
+def json_text(data: Any) -> str:
+    """``data`` as indented JSON that is safe on a terminal and loses nothing.
+
+    ``json.dumps`` escapes C0 controls (ESC included) but writes DEL and the C1 controls (0x9b
+    CSI, 0x9d OSC, …) raw when ``ensure_ascii`` is off; they are written as ``\\u`` escapes
+    here, so the text is the same JSON value and a terminal sees no escape sequence.
+    """
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _overrides(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -50,7 +66,7 @@ def to_json(state: Mapping[str, Any]) -> str:
         )
     }
     data["overrides"] = _overrides(state)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json_text(data) + "\n"
 
 
 def to_markdown(state: Mapping[str, Any]) -> str:
@@ -190,6 +206,9 @@ def write_export(path: Path, text: str) -> None:
             raise InputError(f"--output {shown} is a folder; name a file inside it.")
         if not path.parent.is_dir():
             raise InputError(f"The folder of --output {shown} does not exist; create it first.")
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            _write_device(path, text)  # /dev/stdout, /dev/null, a pipe: no file to replace
+            return
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:50]}.", dir=path.parent)
     except OSError as exc:
         raise _export_error(shown, exc) from None
@@ -205,6 +224,13 @@ def write_export(path: Path, text: str) -> None:
         raise _export_error(shown, exc) from None
 
 
+def _write_device(path: Path, text: str) -> None:
+    """Write to an existing device or pipe named by --output (there is no file to replace)."""
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+
+
 def _export_error(shown: str, exc: OSError) -> StorageError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         why = "the disk is full"
@@ -214,4 +240,4 @@ def _export_error(shown: str, exc: OSError) -> StorageError:
         why = "the name is too long"
     else:
         why = exc.strerror or type(exc).__name__
-    return StorageError(f"Could not write the export to {shown}: {why}. Nothing was written.")
+    return StorageError(f"Could not write the export to {shown}: {why}, so nothing was written.")

@@ -17,29 +17,47 @@ APPETITES = ("small", "medium", "large")
 # Scripts written without spaces between words: a run of their characters is measured at one
 # word per WORD_CHARS characters (a common rule of thumb for Chinese and Japanese text).
 _UNSPACED = re.compile(
-    r"[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
-    r"\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+    r"[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff"
+    r"\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    r"\uff66-\uff9f\U00020000-\U0003134f]+"
 )
 WORD_CHARS = 2
 
+# Characters that are not Cf or whitespace yet show nothing: Unicode's other default-ignorable
+# code points (combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and
+# other variation selectors, tags) and the blank Braille pattern.
+_BLANK = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0000-\U000e0fff]"
+)
+
 
 def _invisible(c: str) -> bool:
-    """Whitespace, or a format character that shows nothing (zero-width space, joiners, BOM)."""
-    return c.isspace() or unicodedata.category(c) == "Cf"
+    """Whitespace, a format character (category Cf: zero-width space and joiners, word joiner,
+    BOM, bidi marks) or another character that shows nothing (see ``_BLANK``)."""
+    return c.isspace() or unicodedata.category(c) == "Cf" or bool(_BLANK.match(c))
+
+
+def _visible_word(token: str) -> bool:
+    """A space-separated token is a word when it has a character that is not a combining mark."""
+    return any(not unicodedata.category(c).startswith("M") for c in token)
 
 
 def count_words(text: str) -> int:
     """Words in ``text``, Unicode-aware.
 
-    Invisible characters separate words like spaces do. A run of CJK, kana, Hangul, Thai, Lao,
-    Khmer or Myanmar characters counts one word per :data:`WORD_CHARS` characters (rounded up),
-    since those scripts do not put spaces between words; other words are space-separated.
+    The rule: invisible characters (whitespace, Cf format characters such as U+200B, U+200C,
+    U+200D, U+2060 and U+FEFF, and other blank default-ignorables) separate words like spaces
+    do. A run of CJK ideographs, kana, Hangul, Thai, Lao, Khmer or Myanmar characters counts one
+    word per :data:`WORD_CHARS` characters, rounded up (so about one word per two CJK
+    characters), since those scripts do not put spaces between words. Every other
+    space-separated token is one word if it has a character that is not a combining mark.
     """
     spaced = "".join(" " if _invisible(c) else c for c in text)
     total = 0
     for token in spaced.split():
         runs = _UNSPACED.findall(token)
-        rest = _UNSPACED.sub(" ", token).split()
+        rest = [t for t in _UNSPACED.sub(" ", token).split() if _visible_word(t)]
         total += len(rest) + sum(math.ceil(len(r) / WORD_CHARS) for r in runs)
     return total
 

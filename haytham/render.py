@@ -22,9 +22,19 @@ def _is_flat_records(items: list[Any]) -> bool:
     )
 
 
+def table_cell(value: Any) -> str:
+    """Text for one Markdown table cell: on one line, without control characters, ``|`` escaped.
+
+    A line break (``\\n``, ``\\r``, ``\\r\\n``, or U+2028/U+2029, which editors show as one) in a
+    cell would end the table row and an unescaped ``|`` would start a new column, so model text
+    could reshape the table; breaks become spaces and ``|`` becomes ``\\|``.
+    """
+    return " ".join(_scalar(value).splitlines()).replace("|", "\\|")
+
+
 def _table(items: list[Mapping[str, Any]]) -> list[str]:
     cols = list(dict.fromkeys(k for i in items for k in i))
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out = ["| " + " | ".join(map(table_cell, cols)) + " |", "|" + "---|" * len(cols)]
     for i in items:
         cells = [
             ", ".join(map(_scalar, i.get(c)))
@@ -32,7 +42,7 @@ def _table(items: list[Mapping[str, Any]]) -> list[str]:
             else _scalar(i.get(c, ""))
             for c in cols
         ]
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append("| " + " | ".join(table_cell(c) for c in cells) + " |")
     return out
 
 
@@ -42,10 +52,10 @@ def render_value(value: Any, depth: int = 0) -> list[str]:
         lines = []
         for k, v in value.items():
             if isinstance(v, (Mapping, list)) and v:
-                lines.append(f"{pad}- **{k}**:")
+                lines.append(f"{pad}- **{one_line(str(k))}**:")
                 lines += render_value(v, depth + 1)
             elif v not in (None, "", [], {}):
-                lines.append(f"{pad}- **{k}**: {_scalar(v)}")
+                lines.append(f"{pad}- **{one_line(str(k))}**: {_scalar(v)}")
         return lines
     if isinstance(value, list):
         if depth <= 1 and _is_flat_records(value):

@@ -89,6 +89,8 @@ class Cassette:
                 raise ConfigError(f"The cassette folder {path} holds no *.jsonl files.")
         elif path.is_file():
             files = [path]
+        elif path.exists():
+            raise ConfigError(f"The cassette {path} is not a file or folder of *.jsonl files.")
         else:
             raise ConfigError(
                 f"The cassette {path} does not exist; set HAYTHAM_CASSETTE to a file."
