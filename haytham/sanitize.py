@@ -14,10 +14,10 @@ import re
 # 8-bit CSI / OSC introducers with their parameters.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (hyperlinks, window titles)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC (hyperlinks, titles); unterminated: only ESC goes
     r"|\x1b[@-Z\\-_]"  # two-byte sequences
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
-    r"|\x9d[^\x07\x9c]*(?:\x07|\x9c)?"  # 8-bit OSC
+    r"|\x9d[^\x07\x9c]*(?:\x07|\x9c)"  # 8-bit OSC
 )
 # C0 controls but tab and newline, DEL, C1 controls; carriage returns are handled first.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
