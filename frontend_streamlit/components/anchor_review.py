@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, flash, md, show_error
+from components.context import Backend, flash, show_error
+from components.safe_text import md, name
 
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 
@@ -64,7 +65,7 @@ def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
             icon=":material/warning:",
         )
         return st.radio(
-            f"What did you mean by {inv.property}?",
+            f"What did you mean by {name(inv.property)}?",
             inv.clarification_options,
             format_func=md,  # options are model text: shown literally, never as Markdown
             index=None,
@@ -113,7 +114,8 @@ def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -
     ):
         missing = [p for p, c in choices.items() if c is None]
         if missing:
-            st.error(f"Pick an option for: {', '.join(missing)}.", icon=":material/error:")
+            names = ", ".join(name(p) for p in missing)
+            st.error(f"Pick an option for: {names}.", icon=":material/error:")
         else:
             _command(
                 b,
@@ -159,7 +161,7 @@ def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
                     b,
                     sid,
                     {"kind": "edit", "invariant": prop, "value": value},
-                    f"Changed {prop}; the edit is logged in gates.json.",
+                    f"Changed {name(prop)}; the edit is logged in gates.json.",
                 )
         if anchor.intent.non_goals:
             goal = st.selectbox("Non-goal", anchor.intent.non_goals, key="non_goal")

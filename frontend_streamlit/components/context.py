@@ -8,16 +8,16 @@ process, shared by all tabs). The selected session lives in the URL (``?session=
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import streamlit as st
+from components.safe_text import md, no_paths
 
 from haytham.config import Settings, load_settings
-from haytham.errors import HaythamError
+from haytham.errors import HaythamError, SessionNotFound
 from haytham.service import Haytham
 from haytham.worker import RunWorker, describe_error
 
@@ -61,7 +61,7 @@ def backend() -> Backend:
     try:
         current = settings()
     except HaythamError as exc:
-        st.error(f"Haytham is not configured correctly: {md(exc)}")
+        st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()
     return _backend(current.model_dump_json())
 
@@ -112,8 +112,11 @@ def require_session(b: Backend) -> str:
         b.service.store.open(sid)
     except HaythamError as exc:
         select_session(None)
-        # the id came from the URL: shown as text, and never the server's folder
-        st.error(md(no_paths(str(exc))))
+        # the id came from the URL: shown as text, and never the server's sessions folder
+        if isinstance(exc, SessionNotFound):
+            st.error(f"No session {md(sid)}: it may have been deleted.", icon=":material/error:")
+        else:
+            st.error(md(no_paths(str(exc))), icon=":material/error:")
         link("sessions", "Pick another session", ":material/folder_open:")
         st.stop()
     return sid
@@ -147,7 +150,8 @@ def attempt(fn: Callable[[], T]) -> T | None:
 
 
 def flash(message: str) -> None:
-    """A message shown once on the next run (survives ``st.rerun`` and page switches)."""
+    """A message shown once on the next run (survives ``st.rerun`` and page switches). It is
+    Markdown: model text in it goes through ``md``."""
     st.session_state["flash"] = message
 
 
@@ -155,43 +159,3 @@ def show_flash() -> None:
     message = st.session_state.pop("flash", None)
     if message:
         st.success(message, icon=":material/check_circle:")
-
-
-# -- text from users and models ----------------------------------------------------------------
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
-
-
-_ABSOLUTE_PATH = re.compile(r"(?<![\w:/])/(?:[^\s/'\"`:]{1,255}/){1,64}([^\s/'\"`:,;]{0,255})")
-
-
-def no_paths(message: str) -> str:
-    """``message`` with server paths cut to their last part (``/srv/x/sessions/abc`` → ``…/abc``)."""
-    return _ABSOLUTE_PATH.sub(lambda m: f"…/{m.group(1)}", message)
-
-
-def md(text: Any) -> str:
-    """``text`` escaped for ``st.markdown``: shown literally (HTML and markdown as text)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
-
-
-# Model Markdown keeps its formatting but loads nothing and hides no destination: an image
-# becomes its alt text, a link shows its address as text, a reference definition is shown as
-# text. The patterns are bounded, so they stay linear on long text.
-_MD_IMAGE = re.compile(r"!\[([^\]\n]{0,500})\](?:\(([^)\n]{0,2000})\)|\[[^\]\n]{0,200}\])")
-_MD_LINK = re.compile(r"\[([^\]\n]{0,500})\]\(([^)\n]{0,2000})\)")
-_MD_AUTOLINK = re.compile(r"<([a-zA-Z][a-zA-Z0-9+.\-]{1,20}:[^>\s]{0,2000})>")
-_MD_DEFINITION = re.compile(r"^( {0,3})\[([^\]\n]{1,200})\]:(.*)$", re.MULTILINE)
-
-
-def safe_markdown(text: Any) -> str:
-    """Markdown from a model for ``st.markdown``: tables, emphasis and lists render; images
-    never load (their alt text is shown) and links show where they go (as plain text)."""
-    out = _MD_IMAGE.sub(lambda m: f"[image: {md(m.group(1))}]", str(text))
-    out = _MD_LINK.sub(lambda m: f"{md(m.group(1))} ({md(m.group(2))})", out)
-    out = _MD_AUTOLINK.sub(lambda m: md(m.group(1)), out)
-    return _MD_DEFINITION.sub(lambda m: m.group(1) + md(f"[{m.group(2)}]:{m.group(3)}"), out)
-
-
-def label(text: Any) -> str:
-    """Model text for a widget label: one line, shown literally."""
-    return md(" ".join(str(text).split()))

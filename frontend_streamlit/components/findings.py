@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.context import md
+from components.safe_text import badge_label, md
 
 from haytham.stages import Phase, phase_stages
 
@@ -29,7 +29,8 @@ def verification(phase: Phase, state: dict[str, Any]) -> None:
     color, icon, label = STATUS.get(status, STATUS["failed"])
     strategy = data.get("strategy", "")
     st.badge(
-        f"Verifier: {label}" + (f" · {strategy}" if strategy and strategy != status else ""),
+        f"Verifier: {label}"
+        + (f" · {badge_label(strategy)}" if strategy and strategy != status else ""),
         color=color,
         icon=icon,
     )  # type: ignore[arg-type]

@@ -17,14 +17,13 @@ from components.context import (
     flash,
     go,
     link,
-    md,
     require_session,
-    safe_markdown,
     show_error,
     show_flash,
 )
 from components.findings import validator_findings, verification
 from components.progress import pretty_status
+from components.safe_text import code, md, safe_markdown
 
 from haytham.pipeline.gates import BlockingItem, open_blocking, phase_for_gate
 from haytham.render import render_stage
@@ -47,8 +46,8 @@ def render_gate(gate: int) -> None:
     here = status.get("gate") == gate
     busy = b.worker.is_running(sid)
     st.caption(
-        f"Session `{sid}` · this gate: {record.get('status', 'not reached')} · "
-        f"session: {pretty_status(status['status'])}"
+        f"Session {code(sid)} · this gate: {md(record.get('status', 'not reached'))} · "
+        f"session: {md(pretty_status(status['status']))}"
     )
     if busy:
         st.info(
@@ -100,9 +99,9 @@ def _stale(b: Backend, sid: str, status: dict[str, Any], busy: bool) -> None:
 def _not_here(gate: int, record: dict[str, Any], status: dict[str, Any]) -> str:
     if not record:
         return f"The session has not reached Gate {gate} yet."
-    where = pretty_status(status["status"])
+    where = md(pretty_status(status["status"]))
     note = f" (note: {md(record['note'])})" if record.get("note") else ""
-    return f"Gate {gate} is {record.get('status')}{note}; the session is {where}."
+    return f"Gate {gate} is {md(record.get('status'))}{note}; the session is {where}."
 
 
 def _outputs(phase: Phase, state: dict[str, Any]) -> None:
@@ -203,7 +202,7 @@ def _override_form(b: Backend, sid: str, gate: int, blocking: list[BlockingItem]
         st.caption("Nothing blocking is open at this gate.")
         return
     for item in blocking:
-        st.markdown(f"• `{md(item.id)}` — {md(item.message)}")
+        st.markdown(f"• {code(item.id)} — {md(item.message)}")
     target = st.selectbox(
         "Override", [ALL_OPEN, *[i.id for i in blocking]], key=f"override_target_{gate}"
     )

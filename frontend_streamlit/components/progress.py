@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from components.safe_text import no_paths
 
 from haytham.stages import STAGES
 from haytham.worker import Job, StageProgress
@@ -77,7 +78,7 @@ def stage_rows(
                 "model_calls": row.get("model_calls", 0),
                 "input_tokens": row.get("input_tokens", 0),
                 "output_tokens": row.get("output_tokens", 0),
-                "error": row.get("error", ""),
+                "error": no_paths(str(row.get("error") or "")),
             }
         )
     return sorted(rows, key=lambda r: r["order"])

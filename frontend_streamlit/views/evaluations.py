@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from components.context import safe_markdown
+from components.safe_text import code, md, safe_markdown
 
 from haytham.evals.report import list_reports
 
 root = Path(os.environ.get("HAYTHAM_REPORTS_DIR", "reports/test-agents"))
 st.title("Evaluations")
-st.caption(f"Agent evaluation reports in `{root}` (written by `make test-agents`).")
+st.caption(f"Agent evaluation reports in {code(root)} (written by `make test-agents`).")
 
 reports = list_reports(root)
 if not reports:
     st.info(
-        f"No evaluation reports in `{root}` yet. Run `make test-agents` (with no provider "
+        f"No evaluation reports in {code(root)} yet. Run `make test-agents` (with no provider "
         "configured it replays the bundled cassettes).",
         icon=":material/info:",
     )
@@ -80,4 +80,4 @@ summary = folder / "summary.md"
 if summary.is_file():
     st.markdown(safe_markdown(summary.read_text(encoding="utf-8")))
 else:
-    st.warning(f"{summary} is missing; the report.json is still there.")
+    st.warning(f"{md(picked)}: summary.md is missing; the report.json is still there.")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 from components.context import backend, go, select_session, settings, show_error
+from components.safe_text import code
 
 from haytham.idea import APPETITES, MAX_CHARS, MIN_WORDS, count_words
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider
@@ -38,8 +39,8 @@ st.caption(
 
 with st.container(border=True):
     st.markdown(
-        f"**Provider:** `{conf.provider}` · **models:** light `{conf.model_id('light')}`, "
-        f"heavy `{conf.model_id('heavy')}`, reasoning `{conf.model_id('reasoning')}`"
+        f"**Provider:** {code(conf.provider)} · **models:** light {code(conf.model_id('light'))}, "
+        f"heavy {code(conf.model_id('heavy'))}, reasoning {code(conf.model_id('reasoning'))}"
     )
     if conf.provider == "local":
         st.warning(LOCAL_MODEL_CAVEAT, icon=":material/warning:")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, md, no_paths, require_session, show_flash
+from components.context import attempt, backend, go, require_session, show_flash
 from components.progress import done_count, pretty_status, stage_table, totals_line
+from components.safe_text import code, md, no_paths
 
 from haytham.worker import Job
 
@@ -35,19 +36,19 @@ def progress() -> None:
         st.rerun(scope="app")  # the run ended: redraw the whole page once, without polling
     summary = status["summary"]
     idea = " ".join(status["idea"].split())
-    st.caption(f"Session `{sid}` · {md(idea[:160])}{'…' if len(idea) > 160 else ''}")
+    st.caption(f"Session {code(sid)} · {md(idea[:160])}{'…' if len(idea) > 160 else ''}")
     done, total = done_count(summary)
     running = b.worker.current_stage(sid)
     alive = job is not None and job.alive
     if alive:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
-            label += f" · now: {running.stage} ({running.elapsed():.0f} s)"
+            label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
         state = "running"
     elif job is not None and job.state == "failed":
         label, state = "Stopped with an error", "error"
     else:
-        label = f"{done} of {total} stages done · {pretty_status(status['status'])}"
+        label = f"{done} of {total} stages done · {md(pretty_status(status['status']))}"
         state = "complete"
     st.progress(done / total if total else 0.0, text=f"{done} / {total} stages")
     with st.status(label, state=state, expanded=True):

@@ -20,6 +20,7 @@ from components.context import (
     show_flash,
 )
 from components.progress import pretty_status
+from components.safe_text import no_paths
 
 from haytham.stages import STAGES
 
@@ -37,7 +38,7 @@ def _row(b: Backend, sid: str) -> dict[str, Any]:
     try:
         st_ = b.service.status(sid)
     except Exception as exc:  # a broken session is listed with its problem, not hidden
-        row["status"] = f"unreadable: {exc}"
+        row["status"] = f"unreadable: {no_paths(str(exc))}"
         return row
     idea = " ".join(st_["idea"].split())
     row.update(

@@ -6,7 +6,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.context import attempt, backend, label, md, require_session, show_flash
+from components.context import attempt, backend, require_session, show_flash
+from components.safe_text import code, label, md
 
 from haytham.export import export, stories
 
@@ -61,7 +62,7 @@ show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or {}
 items = stories(state)
 st.caption(
-    f"Session `{sid}` · {len(items)} stories · appetite "
+    f"Session {code(sid)} · {len(items)} stories · appetite "
     f"{md(state.get('appetite') or 'from the MVP scope')}"
 )
 _downloads(sid, state, bool(items))
@@ -74,7 +75,9 @@ if not items:
 
 payload = ((state.get("outputs") or {}).get("story-generation") or {}).get("payload") or {}
 for cycle in payload.get("cycles") or []:
-    st.error(f"Dependency cycle: {' → '.join([*cycle, cycle[0]])}", icon=":material/sync_problem:")
+    st.error(
+        f"Dependency cycle: {md(' → '.join([*cycle, cycle[0]]))}", icon=":material/sync_problem:"
+    )
 
 frame = pd.DataFrame(
     [
@@ -140,7 +143,7 @@ st.dataframe(
 unknown = sorted({t for t in trace["implements"] if t not in targets}) if len(trace) else []
 if unknown:
     st.warning(
-        f"Ids that no capability or decision defines: {', '.join(unknown)}",
+        f"Ids that no capability or decision defines: {md(', '.join(unknown))}",
         icon=":material/link_off:",
     )
 for s in items:

@@ -9,11 +9,11 @@ from components.context import (
     backend,
     flash,
     link,
-    md,
     require_session,
     show_error,
     show_flash,
 )
+from components.safe_text import badge_label, md
 
 from haytham.pipeline.gates import open_blocking
 from haytham.stages import Phase
@@ -40,7 +40,8 @@ if not summary:
 
 verdict = summary.get("verdict") or "?"
 color, icon = STYLE.get(verdict, ("gray", ":material/help:"))
-st.badge(verdict, color=color, icon=icon)  # type: ignore[arg-type]
+# the verdict is decided by code (GO, NO-GO or PIVOT); anything else in the file is escaped
+st.badge(verdict if verdict in STYLE else badge_label(verdict), color=color, icon=icon)  # type: ignore[arg-type]
 st.markdown(
     f"**Why:** {md(summary.get('verdict_reason') or '')} · **risk level:** "
     f"{md(summary.get('risk_level') or 'unknown')}"
