@@ -403,7 +403,7 @@ def _quiet_libraries(debug: bool) -> Iterator[None]:
         def one_line(info: threading.ExceptHookArgs) -> None:
             print(
                 f"error in thread {info.thread.name if info.thread else '?'}: "
-                f"{info.exc_type.__name__}: {info.exc_value}",
+                f"{info.exc_type.__name__}: {redact(str(info.exc_value))}",
                 file=sys.stderr,
             )
 
@@ -430,7 +430,7 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
         return _cmd(args)
     except HaythamError as exc:
         if debug:
-            traceback.print_exc(file=sys.stderr)
+            sys.stderr.write(redact(traceback.format_exc()))
         print(f"error: {terminal_safe(redact(str(exc)))}", file=sys.stderr)
         sid = getattr(args, "session_id", None)
         if (
@@ -457,8 +457,8 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
         return 130
     except ValueError as exc:  # bad settings values from env / flags
         if debug:
-            traceback.print_exc(file=sys.stderr)
-        print(f"error: {InputError(str(exc))}", file=sys.stderr)
+            sys.stderr.write(redact(traceback.format_exc()))
+        print(f"error: {InputError(redact(str(exc)))}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: one sentence here, the traceback with --debug
         if debug:

@@ -6,11 +6,15 @@ removes two kinds of secret before it is recorded or shown:
 
 - **known values**: every environment variable whose name looks secret (``…KEY``, ``…TOKEN``,
   ``…SECRET``, ``…PASSWORD``, ``…CREDENTIAL``, ``…AUTH``) with a value of 8+ characters, and the
-  credentials inside any configured base URL (``user:password@``) in plain and Basic-auth
-  (base64) form, replaced by ``[NAME redacted]``;
+  credentials inside any configured base URL (``user:password@``: environment variables named
+  ``…URL``/``…HOST``/``…ENDPOINT`` and the URL settings :func:`remember_settings` was given,
+  which may come from ``.env`` only) in plain and Basic-auth (base64) form, replaced by
+  ``[NAME redacted]``;
 - **credential shapes**, whatever their value: ``Authorization``/``x-api-key``/``api-key``
-  headers, ``Bearer`` tokens, ``Basic`` credentials (only when they decode to ``user:password``),
-  URL userinfo (``scheme://user:password@host``) and key-like query parameters.
+  headers (also as ``('authorization', 'Bearer …')`` pairs), ``Bearer`` tokens, ``Basic``
+  credentials (only when they decode to printable ``user:password``), URL userinfo
+  (``scheme://user:password@host`` → ``scheme://[redacted]@host``) and key-like query
+  parameters (``?key=``, ``api_key=``, ``token=``…).
 
 Ordinary words survive: "Basic plan", "bearer of news", "the key insight".
 """
@@ -19,52 +23,87 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
+E = TypeVar("E", bound=BaseException)
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 _URL_NAME = re.compile(r"URL|HOST|ENDPOINT", re.IGNORECASE)
 _HEADER = re.compile(
     r"(?i)((?:proxy-)?authorization|x-api-key|api-key|x-goog-api-key|apikey|x-auth-token)"
-    r"(['\"]?\s*[:=]\s*['\"]?)"
+    r"(['\"]?\s*[:=]\s*(?:b?['\"])?|['\"]\s*,\s*b?['\"])"
     r"((?:bearer|basic|token)\s+)?"
-    r"([^\s'\",;}&]+)"
+    r"([^\s'\",;}&\\]+)"
 )
 _BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
 _BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{6,}={0,2})")
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,20}://)([^/\s@:]+:[^/\s@]+)@")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,20}://)([^/?#\s@'\"<>\\]+)@")
 _QUERY = re.compile(
-    r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|auth|password|secret|sig|signature)=)"
-    r"([^&\s#'\"]+)"
+    r"(?i)([?&](?:api[_-]?key|key|(?:access|refresh|id|auth)?[_-]?token|auth|password|passwd"
+    r"|secret|client[_-]?secret|sig|signature)=)"
+    r"([^&\s#'\"\\]+)"
 )
+_SECRET_KEY = re.compile(
+    r"(?i)(?:proxy-)?authorization|x-api-key|api[_-]?key|x-goog-api-key|x-auth-token"
+    r"|(?:access|refresh|id|auth)[_-]?token|password|passwd|secret|client[_-]?secret"
+)
+_SETTINGS_URLS = ("openai_base_url", "ollama_host", "llamacpp_base_url", "search_url")
+_configured: dict[str, str] = {}  # value -> label, from remember_settings()
+
+
+def _url_secrets(url: str, label: str, found: dict[str, str]) -> None:
+    """The password of ``url``'s userinfo (as written and decoded) and its Basic-auth form."""
+    try:
+        parts = urlsplit(url.strip())
+        raw_user, raw_password = parts.username, parts.password
+    except ValueError:
+        return
+    if not raw_password:
+        return
+    user, password = unquote(raw_user or ""), unquote(raw_password)
+    for value in {raw_password, password}:
+        if (
+            len(value) >= 4
+        ):  # shorter ones would blank ordinary text; the URL shape still hides them
+            found.setdefault(value, label)
+    for pair in {f"{user}:{password}", f"{raw_user or ''}:{raw_password}"}:
+        found.setdefault(base64.b64encode(pair.encode()).decode(), label)
+
+
+def remember_settings(settings: Any) -> None:
+    """Know the credentials in ``settings``' base URLs (which may come from ``.env`` and so be
+    in no environment variable) for every later :func:`redact`. Idempotent and cheap."""
+    for field in _SETTINGS_URLS:
+        url = getattr(settings, field, None)
+        if isinstance(url, str) and "@" in url:
+            _url_secrets(url, f"[{field} credentials redacted]", _configured)
 
 
 def _known(environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     """(value, label) of every configured secret, longest first."""
-    found: dict[str, str] = {}
+    found: dict[str, str] = dict(_configured)
     for name, value in environ.items():
         if len(value) >= 8 and _SECRET_NAME.search(name):
             found.setdefault(value, f"[{name} redacted]")
         if _URL_NAME.search(name) and "@" in value:
-            parts = urlsplit(value)
-            if parts.password:
-                label = f"[{name} credentials redacted]"
-                user, password = unquote(parts.username or ""), unquote(parts.password)
-                found.setdefault(password, label)
-                found.setdefault(base64.b64encode(f"{user}:{password}".encode()).decode(), label)
+            _url_secrets(value, f"[{name} credentials redacted]", found)
     yield from sorted(found.items(), key=lambda kv: -len(kv[0]))
 
 
 def _is_credentials(token: str) -> bool:
+    """Whether ``token`` is base64 of printable ``user:password`` (a word like "planning"
+    decodes to bytes, but not to that)."""
     try:
-        decoded = base64.b64decode(token, validate=True)
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode()
     except (binascii.Error, ValueError):
         return False
-    return b":" in decoded
+    return ":" in decoded and decoded.isprintable()
 
 
 def _bearer(match: re.Match[str]) -> str:
@@ -104,12 +143,49 @@ def carries_secret(error: BaseException) -> bool:
     return False
 
 
+def scrubbed(error: E) -> E:
+    """``error`` itself, its text arguments redacted and, when what it was raised from shows a
+    credential, that chain cut (as ``raise … from None`` would): tracebacks (``--debug``, logs,
+    Burr's tracking) then show nothing secret."""
+    error.args = tuple(redact(a) if isinstance(a, str) else a for a in error.args)
+    for attr in ("message", "detail"):
+        value = getattr(error, attr, None)
+        if isinstance(value, str):
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(error, attr, redact(value))
+    for link in (error.__cause__, error.__context__):
+        if link is not None and carries_secret(link):
+            error.__cause__, error.__suppress_context__ = None, True
+    return error
+
+
 def redact_tree(value: Any) -> Any:
-    """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""
+    """``value`` (JSON-like: dicts, lists, strings) with every string redacted; a string under
+    a credential-like key (``Authorization``, ``x-api-key``, ``api_key``, ``password``…) is
+    replaced whole."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, Mapping):
-        return {k: redact_tree(v) for k, v in value.items()}
+        return {
+            k: REDACTED
+            if isinstance(v, str) and v and isinstance(k, str) and _SECRET_KEY.fullmatch(k)
+            else redact_tree(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact_tree(v) for v in value]
     return value
+
+
+def redact_json(line: str) -> str:
+    """One serialized JSON value (an ``events.jsonl`` line) redacted as text, so shapes that
+    span keys and values (``"Authorization": "Bearer …"``) are caught too; a redaction that
+    would break the JSON keeps ``line`` (whose strings :func:`redact_tree` already cleaned)."""
+    out = redact(line)
+    if out == line:
+        return line
+    try:
+        json.loads(out)
+    except ValueError:
+        return line
+    return out

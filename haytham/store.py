@@ -35,7 +35,7 @@ from haytham.errors import (
     SessionNotFound,
     StorageError,
 )
-from haytham.redact import redact_tree
+from haytham.redact import redact_json, redact_tree
 from haytham.schemas.events import Event
 
 SESSION_ID = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -304,7 +304,7 @@ class SessionFiles:
     def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
         """Append one event; its text is redacted first (provider errors echo credentials)."""
         event = Event(ts=now(), type=type_, stage=stage, data=redact_tree(data))
-        line = event.model_dump_json() + "\n"
+        line = redact_json(event.model_dump_json()) + "\n"  # shapes across keys and values
         path = self.root / "events.jsonl"
         try:
             fd = self.open_fd("events.jsonl", os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)

@@ -27,7 +27,7 @@ from strands.types.exceptions import ContextWindowOverflowException
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
 from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
-from haytham.redact import carries_secret, redact
+from haytham.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)
 
@@ -177,13 +177,16 @@ class AccountedModel(DelegatingModel):
                     events.append(event)
                 break
             except ContextWindowOverflowException as error:
+                # providers raise it from their SDK's error, which may echo the request's
+                # headers: the redacted sentence goes on, the chain only when it is clean
                 message = redact(str(error))
                 self._report(began, attempt, [], request_text, error=message)
-                if message == str(error):
+                if not carries_secret(error):
                     raise
                 raise ContextWindowOverflowException(message) from None
             except HaythamError as error:
-                self._report(began, attempt, [], request_text, error=redact(str(error)))
+                scrubbed(error)
+                self._report(began, attempt, [], request_text, error=str(error))
                 raise surfacing(error) from error.__cause__
             except Exception as error:
                 retryable, reason = classify_error(error)

@@ -27,6 +27,7 @@ from strands.types.content import Messages
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
 from haytham.models.schema_adapter import plain_messages, safe_schema, structured_tool
+from haytham.redact import redact
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -169,7 +170,7 @@ class LocalModel(LlamaCppModel):
             if response.status_code >= 400:
                 body = (await response.aread()).decode("utf-8", "replace")[:300]
                 if response.status_code == 400 and "context" in body.lower():
-                    raise ContextWindowOverflowException(f"Context window exceeded: {body}")
+                    raise ContextWindowOverflowException(f"Context window exceeded: {redact(body)}")
                 if response.status_code == 503:
                     raise ModelThrottledException("llama-server is busy or still loading")
                 response.raise_for_status()

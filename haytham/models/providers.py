@@ -23,6 +23,7 @@ from strands.types.exceptions import EventLoopException, ModelThrottledException
 
 from haytham.config import PROVIDERS, Settings
 from haytham.errors import CassetteMiss, ConfigError, HaythamError, ProviderError
+from haytham.redact import redact, remember_settings
 
 LOCAL_INSTALL = "pip install 'haytham[local]'"
 
@@ -139,7 +140,7 @@ def _status(
         elif not env.get("OPENAI_API_KEY") and not base_url:
             reason = "OPENAI_API_KEY is not set: export it, or set OPENAI_BASE_URL for a compatible server."
         else:
-            reason = f"openai SDK installed; endpoint {base_url or 'api.openai.com'}."
+            reason = f"openai SDK installed; endpoint {redact(base_url or 'api.openai.com')}."
         return ProviderStatus(
             name=name,
             usable=reason.startswith("openai SDK"),
@@ -151,7 +152,7 @@ def _status(
         install = "pip install 'haytham[ollama]'"
         host = settings.ollama_host or "http://localhost:11434"
         if _installed("ollama"):
-            usable, reason = True, f"ollama client installed; server expected at {host}."
+            usable, reason = True, f"ollama client installed; server expected at {redact(host)}."
         else:
             usable, reason = False, f"the ollama extra is not installed: run {install}."
         return ProviderStatus(
@@ -159,7 +160,10 @@ def _status(
         )
     if name == "llamacpp":
         if settings.llamacpp_base_url:
-            usable, reason = True, f"llama.cpp server expected at {settings.llamacpp_base_url}."
+            usable, reason = (
+                True,
+                f"llama.cpp server expected at {redact(settings.llamacpp_base_url)}.",
+            )
         else:
             usable, reason = (
                 False,
@@ -210,7 +214,11 @@ def provider_report(
 
 
 def check_provider(settings: Settings) -> None:
-    """Raise :class:`ConfigError` (one sentence) if the selected provider cannot be used."""
+    """Raise :class:`ConfigError` (one sentence) if the selected provider cannot be used.
+
+    Every model is built after this check, so it is also where the credentials in the
+    settings' base URLs (possibly from ``.env`` only) become known to :func:`redact`."""
+    remember_settings(settings)
     status = _status(settings, settings.provider, os.environ, thorough=True)
     if not status.usable:
         raise ConfigError(f"Provider '{settings.provider}' cannot be used: {status.reason}")

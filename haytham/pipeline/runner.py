@@ -26,6 +26,7 @@ from haytham.errors import ContractViolation, HaythamError, StageFailed
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
+from haytham.redact import carries_secret, redact, scrubbed
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
 from haytham.schemas.base import parse_contract, salvage
 from haytham.schemas.envelope import StageOutput
@@ -187,10 +188,11 @@ class StageRunner:
         except Exception as exc:  # strands wraps provider errors; surface ours if present
             inner = _find_cause(exc)
             if inner is not None:
-                raise inner from None
+                raise scrubbed(inner) from None
+            # provider text may echo request headers: redacted, and never chained with them
             raise StageFailed(
-                stage, f"the model call failed ({type(exc).__name__}: {exc})"
-            ) from exc
+                stage, f"the model call failed ({type(exc).__name__}: {redact(str(exc))})"
+            ) from (None if carries_secret(exc) else exc)
         if result.structured_output is None:
             raise _violation_from(agent, model_cls, stage)
         return result.structured_output

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from haytham.pipeline.context import Context
+from haytham.redact import redact
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.base import TolerantModel
 from haytham.stages import BY_SLUG, StageSpec, StageView
@@ -223,7 +224,7 @@ class InputValidation:
                 "input validation of %s failed; accepting all %d items: %s",
                 spec.slug,
                 len(items),
-                exc,
+                redact(str(exc)),
             )
             self.files.append_event(
                 "input_validation",
@@ -234,7 +235,7 @@ class InputValidation:
                 accepted=[i.id for i in items],
                 rejected=[],
                 fallback=True,
-                error=str(exc),
+                error=redact(str(exc)),
             )
             return []
         assert isinstance(result, InputValidationResult)
@@ -292,7 +293,7 @@ class InputValidation:
                 account_as=row,
             )
         except Exception as exc:  # noqa: BLE001 - a failed revision keeps the item as it was
-            logger.warning("revision of %s %s failed: %s", source.kind, item.id, exc)
+            logger.warning("revision of %s %s failed: %s", source.kind, item.id, redact(str(exc)))
             self.files.append_event(
                 "input_revision",
                 row,
@@ -300,7 +301,7 @@ class InputValidation:
                 producer=producer.slug,
                 item=item.id,
                 ok=False,
-                error=str(exc),
+                error=redact(str(exc)),
             )
             return None
         assert isinstance(revised, BaseModel)

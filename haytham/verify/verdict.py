@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from haytham.pipeline.context import Context, quote_idea
+from haytham.redact import redact
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
 from haytham.stages.base import PROMPTS_DIR
@@ -245,9 +246,16 @@ def finalize(raw: PhaseVerification, phase: Phase, strategy: str) -> PhaseVerifi
 
 
 def inconclusive(phase: Phase, strategy: str, reason: str) -> PhaseVerification:
-    """A verdict that blocks the gate until a reviewer overrides it: never a silent pass."""
+    """A verdict that blocks the gate until a reviewer overrides it: never a silent pass.
+
+    ``reason`` often quotes a failed model call, so it is redacted (it lands in the Burr state,
+    its tracking log and ``status``)."""
     return PhaseVerification(
-        phase=phase.value, passed=False, status="inconclusive", strategy=strategy, reason=reason
+        phase=phase.value,
+        passed=False,
+        status="inconclusive",
+        strategy=strategy,
+        reason=redact(reason),
     )
 
 
