@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 from collections import Counter
 from collections.abc import AsyncGenerator
@@ -260,3 +261,18 @@ def assert_consistent(root: Path) -> dict[str, Any]:
     summary = json.loads((root / "summary.json").read_text("utf-8"))
     assert summary["status"] == state["status"]
     return state
+
+
+LOST_DB = ("deleted", "emptied", "rows-deleted")
+
+
+def lose_state_db(folder: Path, how: str) -> None:
+    """Damage a session's ``state.db`` as a user or a tool might: ``how`` is one of LOST_DB."""
+    db = folder / "state.db"
+    if how == "deleted":
+        db.unlink()
+    elif how == "emptied":
+        db.write_bytes(b"")
+    else:
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM burr_state")

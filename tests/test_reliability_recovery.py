@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
+from faults import LOST_DB, lose_state_db
 from pipeline_helpers import POWER8_IDEA, replay_cli_args
 
 from haytham.cli import main
@@ -48,18 +48,7 @@ def _status(args: list[str], sid: str, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def _break_db(folder: Path, how: str) -> None:
-    db = folder / "state.db"
-    if how == "deleted":
-        db.unlink()
-    elif how == "emptied":
-        db.write_bytes(b"")
-    else:
-        with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM burr_state")
-
-
-@pytest.mark.parametrize("how", ["deleted", "emptied", "rows-deleted"])
+@pytest.mark.parametrize("how", LOST_DB)
 def test_a_lost_state_db_is_rebuilt_and_nothing_reruns(at_gate_2, capsys, how) -> None:
     sessions, args = at_gate_2
     folder = sessions / SID
@@ -69,7 +58,7 @@ def test_a_lost_state_db_is_rebuilt_and_nothing_reruns(at_gate_2, capsys, how) -
         _stage_files(folder),
         _starts(folder),
     )
-    _break_db(folder, how)
+    lose_state_db(folder, how)
     # read-only commands see the whole session without writing anything
     after = _status(args, SID, capsys)
     assert after["state"] == "waiting" and after["gate"] == 2

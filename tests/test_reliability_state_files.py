@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
+from faults import LOST_DB, lose_state_db
 from pipeline_helpers import POWER8_IDEA, cassette_with, replay_cli_args
 
 from haytham.cli import main
@@ -79,22 +79,11 @@ def _status(sid: str, args: list[str], capsys) -> dict:
     return json.loads(out)
 
 
-def _damage(folder: Path, how: str) -> None:
-    db = folder / "state.db"
-    if how == "deleted":
-        db.unlink()
-    elif how == "emptied":
-        db.write_bytes(b"")
-    else:
-        with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM burr_state")
-
-
-@pytest.mark.parametrize("how", ["deleted", "emptied", "rows-deleted"])
+@pytest.mark.parametrize("how", LOST_DB)
 def test_reading_a_session_with_a_lost_database_writes_nothing(at_gate_2, capsys, how) -> None:
     folder, args, _ = at_gate_2
     before = _status(SID, args, capsys)
-    _damage(folder, how)
+    lose_state_db(folder, how)
     files = _tree(folder)
     after = _status(SID, args, capsys)
     assert after["summary"]["stages"] == before["summary"]["stages"]
