@@ -196,9 +196,6 @@ class SessionFiles:
         """How a message names the session file ``rel``."""
         return f"Session file {rel} in session {self.session_id}"
 
-    def stage_dir(self, dir_name: str) -> Path:
-        return self.root / "stages" / dir_name
-
     def inside(self, rel: str) -> Path:
         """``root / rel``, refused if a symlinked folder would take it outside the session."""
         path = self.root / rel
