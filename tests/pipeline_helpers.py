@@ -104,3 +104,30 @@ def capture_prompts(monkeypatch) -> list[dict[str, Any]]:
 
     monkeypatch.setattr(runner, "build_model", build)
     return log
+
+
+def one_sentence(err: str) -> str:
+    """The CLI's one error line (no traceback, ``error: …``, ending with a full stop)."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err, err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), err
+    return lines[0]
+
+
+def made_sessions(sessions: Path) -> list[Path]:
+    """The session folders under ``sessions`` (Burr's ``_tracking`` left out)."""
+    return [p for p in sessions.iterdir() if p.name[0] != "_"] if sessions.exists() else []
+
+
+def refused_run(tmp_path: Path, capsys: Any, argv: list[str], cassette: Path | None = None) -> str:
+    """``haytham run ARGV`` on replay: exit 2, one sentence, no session created; the sentence."""
+    from haytham.cli import main
+
+    args = replay_cli_args(tmp_path, cassette) if cassette else replay_cli_args(tmp_path)
+    capsys.readouterr()
+    code = main(["run", *argv, "--quiet", *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not made_sessions(tmp_path / "sessions")
+    return one_sentence(err)

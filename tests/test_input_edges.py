@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import POWER8_IDEA, replay_cli_args
+from pipeline_helpers import POWER8_IDEA, refused_run, replay_cli_args
 
 from haytham.cli import main
 from haytham.errors import InputError
@@ -34,37 +34,25 @@ def test_unspaced_scripts_are_measured_by_characters() -> None:
         ("short idea", "2 words"),
     ],
 )
-def test_invisible_or_undecodable_ideas_are_refused(text: str, says: str) -> None:
+def test_invisible_or_undecodable_ideas_arerefused_run(text: str, says: str) -> None:
     with pytest.raises(InputError, match=says):
         validate_idea(text)
 
 
-def _refused(tmp_path: Path, capsys, argv: list[str], cassette: Path | None = None) -> str:
-    args = replay_cli_args(tmp_path, cassette) if cassette else replay_cli_args(tmp_path)
-    capsys.readouterr()
-    code = main(["run", *argv, "--quiet", *args])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    sessions = tmp_path / "sessions"
-    assert not sessions.exists() or not [p for p in sessions.iterdir() if p.name[0] != "_"]
-    return err
-
-
 def test_an_unbounded_idea_file_is_read_only_up_to_the_limit(tmp_path: Path, capsys) -> None:
-    err = _refused(tmp_path, capsys, ["--idea-file", "/dev/zero"])
+    err = refused_run(tmp_path, capsys, ["--idea-file", "/dev/zero"])
     assert "larger than an idea can be" in err
 
 
 def test_undecodable_argument_bytes_create_no_session(tmp_path: Path, capsys) -> None:
     idea = os.fsdecode(POWER8_IDEA.encode()[:400] + b"\xff\xfe")  # what argv gives Python
-    assert "UTF-8" in _refused(tmp_path, capsys, ["--idea", idea])
+    assert "UTF-8" in refused_run(tmp_path, capsys, ["--idea", idea])
 
 
 def test_a_binary_cassette_is_refused_before_a_session_exists(tmp_path: Path, capsys) -> None:
     cassette = tmp_path / "binary.jsonl"
     cassette.write_bytes(bytes(range(256)) * 16)
-    assert "not UTF-8" in _refused(tmp_path, capsys, ["--idea", POWER8_IDEA], cassette)
+    assert "not UTF-8" in refused_run(tmp_path, capsys, ["--idea", POWER8_IDEA], cassette)
 
 
 def test_a_failure_while_creating_a_session_leaves_no_folder(

@@ -21,7 +21,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import POWER8, POWER8_IDEA, replay_cli_args
+from pipeline_helpers import (
+    POWER8,
+    POWER8_IDEA,
+    made_sessions,
+    one_sentence,
+    refused_run,
+    replay_cli_args,
+)
 
 from haytham.cli import main
 from haytham.render import render_value
@@ -57,18 +64,6 @@ TABLE_BREAKERS = ("a\rb", "a\nb", "a\r\nb", "a | b", "a\\|b", "|", "x\u2028y")
 def _controls(text: str) -> set[str]:
     """Characters a terminal acts on: C0 but newline and tab, DEL, C1."""
     return {c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F}
-
-
-def _one_sentence(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert "Traceback" not in err, err
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), err
-    return lines[0]
-
-
-def _made_sessions(sessions: Path) -> list[Path]:
-    return [p for p in sessions.iterdir() if p.name[0] != "_"] if sessions.exists() else []
 
 
 def _tables(markdown: str) -> list[list[str]]:
@@ -293,16 +288,6 @@ def test_c_table_cells_and_headers_are_escaped(breaker: str) -> None:
 NO_WORDS = "one two three four five six seven eight nine"
 
 
-def _refused(tmp_path: Path, capsys, argv: list[str], cassette: Path | None = None) -> str:
-    args = replay_cli_args(tmp_path, cassette) if cassette else replay_cli_args(tmp_path)
-    capsys.readouterr()
-    code = main(["run", *argv, "--quiet", *args])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert not _made_sessions(tmp_path / "sessions")
-    return _one_sentence(err)
-
-
 @pytest.mark.parametrize(
     "raw",
     [b"\xff\xfe", b"\x80", b"\xe4\xb8", b"\xed\xa0\x80", b"\xc0\xaf"],
@@ -318,7 +303,7 @@ def test_d1_undecodable_argument_bytes_are_refused_before_anything_exists(
         if where == "idea"
         else ["--idea", POWER8_IDEA, "--session-id", bad]
     )
-    assert "UTF-8" in _refused(tmp_path, capsys, argv)
+    assert "UTF-8" in refused_run(tmp_path, capsys, argv)
 
 
 def _memory_cap() -> None:
@@ -336,7 +321,7 @@ def _memory_cap() -> None:
     ],
     ids=["argv-bytes", "dev-zero", "dev-urandom"],
 )
-def test_d1_d4_a_real_process_refuses_quickly_in_one_sentence(tmp_path: Path, argv) -> None:
+def test_d1_d4_a_real_process_refuses_quickly_inone_sentence(tmp_path: Path, argv) -> None:
     """The real argv decoding (surrogateescape) and an endless file, in a separate process."""
     args = [a.encode() for a in replay_cli_args(tmp_path)]
     cmd = [
@@ -354,9 +339,9 @@ def test_d1_d4_a_real_process_refuses_quickly_in_one_sentence(tmp_path: Path, ar
     )
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 2, err
-    line = _one_sentence(err)
+    line = one_sentence(err)
     assert ("UTF-8" if argv[1] == "--idea" else "larger than") in line
-    assert not _made_sessions(tmp_path / "sessions")
+    assert not made_sessions(tmp_path / "sessions")
 
 
 CJK_IDEAS = {
@@ -390,7 +375,7 @@ def test_d2_an_unspaced_idea_is_accepted_and_stored(tmp_path: Path, capsys, scri
 def test_d2_a_short_unspaced_idea_is_measured_by_characters(
     tmp_path: Path, capsys, idea: str, words: int
 ) -> None:
-    line = _refused(tmp_path, capsys, ["--idea", idea])
+    line = refused_run(tmp_path, capsys, ["--idea", idea])
     assert f"has {words} words" in line
 
 
@@ -419,9 +404,9 @@ def test_d2_a_short_unspaced_idea_is_measured_by_characters(
         "9-words+combining-marks",
     ],
 )
-def test_d3_an_invisible_idea_is_refused(tmp_path: Path, capsys, idea: str) -> None:
+def test_d3_an_invisible_idea_isrefused_run(tmp_path: Path, capsys, idea: str) -> None:
     """Only invisible characters: "empty"; nine words padded with invisible tokens: nine."""
-    line = _refused(tmp_path, capsys, ["--idea", idea])
+    line = refused_run(tmp_path, capsys, ["--idea", idea])
     assert ("has 9 words" if idea.startswith(NO_WORDS) else "The idea is empty") in line
 
 
@@ -429,11 +414,11 @@ def test_d4_a_huge_idea_file_is_read_only_up_to_the_limit(tmp_path: Path, capsys
     huge = tmp_path / "huge.md"
     with huge.open("wb") as fh:
         fh.truncate(1 << 40)  # sparse 1 TB: reading it whole would fail, not refuse
-    assert "larger than an idea can be" in _refused(tmp_path, capsys, ["--idea-file", str(huge)])
+    assert "larger than an idea can be" in refused_run(tmp_path, capsys, ["--idea-file", str(huge)])
 
 
 @pytest.mark.parametrize("kind", ["folder", "missing", "binary", "latin-1"])
-def test_d4_an_unreadable_idea_file_is_one_sentence(tmp_path: Path, capsys, kind: str) -> None:
+def test_d4_an_unreadable_idea_file_isone_sentence(tmp_path: Path, capsys, kind: str) -> None:
     path = tmp_path / "idea.md"
     if kind == "folder":
         path.mkdir()
@@ -441,7 +426,7 @@ def test_d4_an_unreadable_idea_file_is_one_sentence(tmp_path: Path, capsys, kind
         path.write_bytes(bytes(range(256)) * 4)
     elif kind == "latin-1":
         path.write_bytes(POWER8_IDEA.encode() + "café".encode("latin-1"))
-    _refused(tmp_path, capsys, ["--idea-file", str(path)])
+    refused_run(tmp_path, capsys, ["--idea-file", str(path)])
 
 
 def test_d4_a_huge_cassette_is_read_only_up_to_the_limit(
@@ -451,7 +436,7 @@ def test_d4_a_huge_cassette_is_read_only_up_to_the_limit(
     cassette = tmp_path / "huge.jsonl"
     with cassette.open("wb") as fh:
         fh.truncate(1 << 40)
-    line = _refused(tmp_path, capsys, ["--idea", POWER8_IDEA], cassette)
+    line = refused_run(tmp_path, capsys, ["--idea", POWER8_IDEA], cassette)
     assert "larger than" in line
 
 
@@ -479,7 +464,7 @@ def test_d5_a_bad_cassette_is_refused_before_a_session_exists(
         cassette = tmp_path / "cassette.jsonl"
     cassette.write_bytes(content)
     where = cassette.parent if as_folder else cassette
-    line = _refused(tmp_path, capsys, ["--idea", POWER8_IDEA], where)
+    line = refused_run(tmp_path, capsys, ["--idea", POWER8_IDEA], where)
     assert "cassette" in line.lower()
 
 
@@ -523,7 +508,7 @@ def test_d6_export_destination_errors_are_one_sentence_with_nothing_written(
     code = main(["export", "poison", "--format", "csv", "--output", target, *args])
     err = capsys.readouterr().err
     assert code in (1, 2), err
-    line = _one_sentence(err)
+    line = one_sentence(err)
     if where in ("full-device", "full-disk"):
         assert "disk is full" in line
     if where == "read-only":
