@@ -25,6 +25,7 @@ from haytham.errors import InputError, StorageError
 from haytham.render import render_stage
 from haytham.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES
+from haytham.store import write_synced
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear")
 _C1 = re.compile("[\x7f-\x9f]")
@@ -213,10 +214,7 @@ def write_export(path: Path, text: str) -> None:
     except OSError as exc:
         raise _export_error(shown, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_synced(fd, text)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

@@ -100,6 +100,14 @@ def _temp_file(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temp file name", str(path.parent))
 
 
+def write_synced(fd: int, text: str) -> None:
+    """Write ``text`` (UTF-8) to the open file ``fd``, close it, and make it durable (fsync)."""
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def atomic_write(path: Path, text: str, *, shown: str | None = None) -> None:
     """Write ``text`` to ``path`` so readers see the old or the new file, never a mix.
 
@@ -113,10 +121,7 @@ def atomic_write(path: Path, text: str, *, shown: str | None = None) -> None:
     except OSError as exc:  # read-only folder, disk full: nothing was created
         raise storage_error(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_synced(fd, text)
         _refuse_link(path, shown)  # planted while we wrote: keep the link, drop the temp file
         os.replace(tmp, path)
     except (OSError, InputError) as exc:
