@@ -21,6 +21,7 @@ from haytham.export import json_text, write_export
 from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
+from haytham.stages.mvp_scope import APPETITES
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
 DEBUG_HELP = "show library logs and the traceback behind an error"
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="approve every gate unattended (ambiguities take their first option)",
     )
-    p.add_argument("--appetite", choices=("small", "medium", "large"))
+    p.add_argument("--appetite", choices=tuple(APPETITES))
     _progress_flags(p, json_flag=True)
     p = add("resume", "continue a session at its next step")
     p.add_argument("session_id")

@@ -8,10 +8,10 @@ import unicodedata
 from pathlib import Path
 
 from haytham.errors import InputError
+from haytham.stages.mvp_scope import APPETITES
 
 MIN_WORDS = 10
 MAX_CHARS = 20_000
-APPETITES = ("small", "medium", "large")
 
 
 # Scripts written without spaces between words: a run of their characters is measured at one

@@ -8,8 +8,9 @@ import streamlit as st
 from components.context import backend, go, select_session, settings, show_error
 from components.safe_text import code
 
-from haytham.idea import APPETITES, MAX_CHARS, MIN_WORDS, count_words
+from haytham.idea import MAX_CHARS, MIN_WORDS, count_words
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider
+from haytham.stages.mvp_scope import APPETITES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 IDEA_KEY = "idea_text"
@@ -84,7 +85,9 @@ appetite = st.radio(
     [NO_PREFERENCE, *APPETITES],
     horizontal=True,
     key="appetite",
-    help="Bounds the number of stories: small ≤ 8, medium ≤ 15, large ≤ 25.",
+    help="Bounds the number of stories: "
+    + ", ".join(f"{name} ≤ {size.max_stories}" for name, size in APPETITES.items())
+    + ".",
 )
 
 if st.button("Start", type="primary", key="start", disabled=provider_problem is not None):

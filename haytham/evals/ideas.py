@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from haytham.errors import ConfigError, InputError
+from haytham.stages.mvp_scope import Appetite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_IDEAS_FILE = REPO_ROOT / "tests" / "fixtures" / "ideas.json"
@@ -35,7 +36,7 @@ class Expected(BaseModel):
     has_auth: bool
     has_realtime: bool
     primary_interface: Interface
-    complexity: Literal["small", "medium", "large"]
+    complexity: Appetite
     invariants: tuple[ExpectedInvariant, ...] = Field(min_length=1)
 
 

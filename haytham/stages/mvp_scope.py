@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -11,7 +14,30 @@ from haytham.schemas.envelope import INVARIANT_REF, StageOutput, Traceable
 from haytham.schemas.ids import IdScheme, as_refs, id_pattern, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
 
-Appetite = Literal["small", "medium", "large"]
+
+@dataclass(frozen=True)
+class AppetiteSize:
+    """What an appetite allows: the weeks a first version may take and its story bound."""
+
+    weeks: str
+    max_stories: int
+
+
+APPETITES: Mapping[str, AppetiteSize] = MappingProxyType(
+    {
+        "small": AppetiteSize("1-2", 8),
+        "medium": AppetiteSize("3-4", 15),
+        "large": AppetiteSize("5-6", 25),
+    }
+)
+"""The MVP appetites, smallest first: the one table of their names, sizes and story bounds.
+
+The founder's choice (CLI, UI), this payload's field, story-generation's bound, the appetite
+validator and the STORIES verifier read it; the prompts and docs say the same values in words
+(``tests/test_stage_rules.py`` checks that they agree)."""
+DEFAULT_APPETITE = "medium"
+"""The appetite whose bound applies when neither the founder nor mvp-scope chose one."""
+Appetite = Literal[tuple(APPETITES)]  # type: ignore[valid-type]
 SCOPE_IDS = IdScheme("SCOPE-")
 
 

@@ -17,8 +17,10 @@ from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
 from haytham.stages.architecture_decisions import DECISION_IDS
 from haytham.stages.base import Phase, StageSpec, StageView
 from haytham.stages.capability_model import CAPABILITY_IDS
+from haytham.stages.mvp_scope import APPETITES, DEFAULT_APPETITE
 
-APPETITE_BOUNDS = {"small": 8, "medium": 15, "large": 25}
+APPETITE_BOUNDS = {name: size.max_stories for name, size in APPETITES.items()}
+"""The most stories each appetite allows (from mvp-scope's :data:`APPETITES` table)."""
 STORY_IDS = IdScheme("STORY-", 3)
 
 
@@ -106,7 +108,7 @@ class StoryGenerationOutput(StageOutput):
 
 def effective_appetite(view: StageView) -> str:
     scope = view.payload("mvp-scope")
-    return view.appetite or (scope.appetite if scope is not None else "medium")
+    return view.appetite or (scope.appetite if scope is not None else DEFAULT_APPETITE)
 
 
 def _implementable(view: StageView) -> dict[str, str]:
