@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from collections import Counter
@@ -48,7 +47,6 @@ def group_of(agent: str) -> str:
 
 
 def run(input_validation: bool) -> Counter[str]:
-    os.environ["HAYTHAM_INPUT_VALIDATION"] = "on" if input_validation else "off"
     with tempfile.TemporaryDirectory() as tmp:
         cassette = Path(tmp) / "cassette.jsonl"
         cassette.write_text(
@@ -56,7 +54,7 @@ def run(input_validation: bool) -> Counter[str]:
             + (CASSETTES / "verify" / "clean.jsonl").read_text(encoding="utf-8")
         )
         settings = load_settings(
-            env={},
+            env={"HAYTHAM_INPUT_VALIDATION": "on" if input_validation else "off"},
             dotenv=None,
             provider="replay",
             cassette=cassette,
@@ -102,7 +100,7 @@ def main() -> int:
             )
         )
         return 0 if verify_and_pipeline <= TARGET else 1
-    config = VerifyConfig.from_env({})
+    config = VerifyConfig.from_settings(load_settings(env={}, dotenv=None))
     print("strategies: " + ", ".join(f"{p.value}={config.strategy(p)}" for p in Phase))
     print(f"{'agent':<42} calls")
     for agent, n in counts.items():

@@ -22,7 +22,7 @@ class PostValidation:
     """
 
     def __init__(self, settings: ValidatorSettings | None = None) -> None:
-        self.settings = settings or ValidatorSettings.from_env()
+        self.settings = settings or ValidatorSettings()
         self.embedder = Embedder() if self.settings.embeddings else None
 
     def __call__(self, slug: str, state: Mapping[str, Any]) -> tuple[list[dict], dict]:
@@ -44,4 +44,8 @@ class PostValidation:
 
 
 def make_service(settings: Settings) -> Haytham:
-    return Haytham(settings, verifier_factory=make_verifier, post_validator=PostValidation())
+    return Haytham(
+        settings,
+        verifier_factory=make_verifier,
+        post_validator=PostValidation(settings.validators),
+    )

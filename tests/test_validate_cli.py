@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from haytham.cli import main as haytham_main
+from haytham.config import load_settings
 from haytham.validate import cli_main
 from haytham.validate.calibration import load_case
 
@@ -23,7 +25,15 @@ def _no_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(target: str, sessions_dir: Path, as_json: bool = True) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = cli_main(target, as_json=as_json, sessions_dir=sessions_dir, out=out, err=err)
+    validators = load_settings(dotenv=None).validators  # as `haytham validate` reads them
+    code = cli_main(
+        target,
+        as_json=as_json,
+        sessions_dir=sessions_dir,
+        validators=validators,
+        out=out,
+        err=err,
+    )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -70,7 +80,12 @@ def test_unreadable_session_exits_2(tmp_path: Path) -> None:
     assert err.count("\n") == 1 and "07-system-traits" in err
 
 
-def test_bad_setting_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_setting_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("HAYTHAM_BLOCKING_VALIDATORS", "nope")
-    code, _, err = run(str(DRIFT / "power_of_8"), tmp_path)
-    assert code == 2 and "unknown validator" in err
+    monkeypatch.chdir(tmp_path)  # no .env
+    code = haytham_main(["validate", str(DRIFT / "power_of_8")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown validator" in err and "HAYTHAM_BLOCKING_VALIDATORS" in err
+    assert err.count("\n") == 1

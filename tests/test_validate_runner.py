@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from haytham.config import load_settings
 from haytham.errors import ConfigError, InputError
 from haytham.stages import STAGES
 from haytham.validate import (
@@ -27,16 +28,19 @@ def snap(name: str, tmp_path: Path) -> Snapshot:
     return load_snapshot(load_case(DRIFT / name, tmp_path).path)
 
 
-def test_settings_from_env() -> None:
-    s = ValidatorSettings.from_env(
+def test_settings_from_the_environment() -> None:
+    def validators(env: dict[str, str]) -> ValidatorSettings:
+        return load_settings(env=env, dotenv=None).validators
+
+    s = validators(
         {"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagation, appetite", "HAYTHAM_EMBEDDINGS": "off"}
     )
     assert s.blocking == frozenset({"trait_propagation", "appetite"}) and not s.embeddings
-    assert ValidatorSettings.from_env({}).embeddings
+    assert validators({}).embeddings and ValidatorSettings().embeddings
     with pytest.raises(ConfigError, match="unknown validator"):
-        ValidatorSettings.from_env({"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagaton"})
+        validators({"HAYTHAM_BLOCKING_VALIDATORS": "trait_propagaton"})
     with pytest.raises(ConfigError, match="HAYTHAM_EMBEDDINGS"):
-        ValidatorSettings.from_env({"HAYTHAM_EMBEDDINGS": "maybe"})
+        validators({"HAYTHAM_EMBEDDINGS": "maybe"})
 
 
 def test_warning_by_default_blocking_when_configured(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Verification configuration: strategies from the environment, distinct agents, off/single."""
+"""Verification configuration: strategies from the settings, distinct agents, off/single."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from pipeline_helpers import POWER8_IDEA, replay_settings
 from verify_helpers import CLEAN, calls_by_agent, events, service, write_lines
 
+from haytham.config import Settings, load_settings
 from haytham.errors import ConfigError
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline import runner
@@ -19,7 +20,7 @@ from haytham.verify.factory import make_verifier
 
 
 def test_defaults_follow_adr_022():
-    c = VerifyConfig.from_env({})
+    c = VerifyConfig.from_settings(Settings())
     assert [c.strategy(p) for p in Phase] == ["single", "swarm", "single", "swarm"]
     assert c.max_rework_rounds == 2 and c.tier == "heavy" and c.limits == SwarmLimits()
     assert c.agents(Phase.WHY) == ("verifier-why",)
@@ -33,25 +34,36 @@ def test_defaults_follow_adr_022():
 
 
 def test_environment_overrides_and_bad_values():
-    c = VerifyConfig.from_env(
-        {
-            "HAYTHAM_VERIFY_WHAT": "single",
-            "HAYTHAM_VERIFY_HOW": "OFF",
-            "HAYTHAM_VERIFY_STORIES": "swarm",
-            "HAYTHAM_MAX_REWORK_ROUNDS": "1",
-            "HAYTHAM_SWARM_MAX_HANDOFFS": "8",
-            "HAYTHAM_SWARM_TIMEOUT": "120",
-        }
+    c = VerifyConfig.from_settings(
+        _settings(
+            {
+                "HAYTHAM_VERIFY_WHAT": "single",
+                "HAYTHAM_VERIFY_HOW": "OFF",
+                "HAYTHAM_VERIFY_STORIES": "swarm",
+                "HAYTHAM_MAX_REWORK_ROUNDS": "1",
+                "HAYTHAM_SWARM_MAX_HANDOFFS": "8",
+                "HAYTHAM_SWARM_TIMEOUT": "120",
+            }
+        )
     )
     assert [c.strategy(p) for p in Phase] == ["single", "single", "off", "swarm"]
     assert c.agents(Phase.HOW) == ()
     assert (c.max_rework_rounds, c.limits.max_handoffs, c.limits.execution_timeout) == (1, 8, 120.0)
-    with pytest.raises(ConfigError, match="HAYTHAM_VERIFY_WHY must be one of"):
-        VerifyConfig.from_env({"HAYTHAM_VERIFY_WHY": "vote"})
-    with pytest.raises(ConfigError, match="whole number"):
-        VerifyConfig.from_env({"HAYTHAM_MAX_REWORK_ROUNDS": "two"})
+    assert c.limits.max_iterations == 8 and c.limits.node_timeout == 240.0
+    with pytest.raises(ConfigError, match="HAYTHAM_VERIFY_WHY in the environment"):
+        _settings({"HAYTHAM_VERIFY_WHY": "vote"})
+    with pytest.raises(ConfigError, match="HAYTHAM_MAX_REWORK_ROUNDS .*valid integer"):
+        _settings({"HAYTHAM_MAX_REWORK_ROUNDS": "two"})
+    with pytest.raises(ConfigError, match="HAYTHAM_MAX_REWORK_ROUNDS .*greater than or equal to 0"):
+        _settings({"HAYTHAM_MAX_REWORK_ROUNDS": "-1"})
     with pytest.raises(ConfigError, match="HAYTHAM_VERIFY_TIER"):
-        VerifyConfig.from_env({"HAYTHAM_VERIFY_TIER": "huge"})
+        _settings({"HAYTHAM_VERIFY_TIER": "huge"})
+    with pytest.raises(ConfigError, match="HAYTHAM_SWARM_NODE_TIMEOUT .*greater than 0"):
+        _settings({"HAYTHAM_SWARM_NODE_TIMEOUT": "0"})
+
+
+def _settings(env: dict[str, str]) -> Settings:
+    return load_settings(env=env, dotenv=None)
 
 
 @pytest.mark.parametrize(
@@ -83,10 +95,9 @@ def _bypass() -> VerifyConfig:
     return c
 
 
-def test_off_everywhere_makes_no_verifier_call(tmp_path, monkeypatch):
-    for phase in Phase:
-        monkeypatch.setenv(f"HAYTHAM_VERIFY_{phase.value}", "off")
-    with service(tmp_path, CLEAN) as svc:
+def test_off_everywhere_makes_no_verifier_call(tmp_path):
+    off = {f"HAYTHAM_VERIFY_{phase.value}": "off" for phase in Phase}
+    with service(tmp_path, CLEAN, env=off) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="off")
         assert svc.run(sid, auto_approve=True).status == "done"
     root = tmp_path / "sessions" / sid
@@ -96,13 +107,16 @@ def test_off_everywhere_makes_no_verifier_call(tmp_path, monkeypatch):
     assert "HAYTHAM_VERIFY_WHAT=off" in what["reason"]
 
 
-def test_mechanical_failures_short_circuit_the_verifier(tmp_path, monkeypatch):
+def test_mechanical_failures_short_circuit_the_verifier(tmp_path):
     """Stories over the appetite fail the stage check: the swarm is not run (cheapest first)."""
     from pipeline_helpers import POWER8
 
-    monkeypatch.setenv("HAYTHAM_INPUT_VALIDATION", "off")
     with service(
-        tmp_path, CLEAN, POWER8 / "stories_still_over.jsonl", drop=frozenset({"story-generation"})
+        tmp_path,
+        CLEAN,
+        POWER8 / "stories_still_over.jsonl",
+        drop=frozenset({"story-generation"}),
+        env={"HAYTHAM_INPUT_VALIDATION": "off"},
     ) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="mech", appetite="small")
         assert svc.run(sid, auto_approve=True, until=4).gate == 4
@@ -115,15 +129,14 @@ def test_mechanical_failures_short_circuit_the_verifier(tmp_path, monkeypatch):
     assert done[-1]["data"]["status"] == "inconclusive"
 
 
-def test_single_strategy_at_what_uses_one_agent(tmp_path, monkeypatch):
-    monkeypatch.setenv("HAYTHAM_VERIFY_WHAT", "single")
+def test_single_strategy_at_what_uses_one_agent(tmp_path):
     line = {
         "agent": "verifier-what",
         "turn": 1,
         "response": [{"tool": "PhaseVerification", "input": {"phase": "WHAT", "passed": True}}],
     }
     extra = write_lines(tmp_path / "what.jsonl", [line])
-    with service(tmp_path, CLEAN, extra) as svc:
+    with service(tmp_path, CLEAN, extra, env={"HAYTHAM_VERIFY_WHAT": "single"}) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="single")
         svc.run(sid, auto_approve=True, until=2)
     root = tmp_path / "sessions" / sid

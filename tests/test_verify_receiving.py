@@ -201,16 +201,16 @@ def test_empty_input_makes_no_call_and_unknown_ids_are_ignored(tmp_path):
     assert receiver.receive(BY_SLUG["system-traits"], STATE) is None  # not a boundary
 
 
-def test_the_switch(tmp_path, monkeypatch):
-    assert input_validation_enabled({}) is True
-    assert input_validation_enabled({"HAYTHAM_INPUT_VALIDATION": "off"}) is False
-    assert input_validation_enabled({"HAYTHAM_INPUT_VALIDATION": "0"}) is False
+def test_the_switch(tmp_path):
+    assert input_validation_enabled(replay_settings(tmp_path)) is True
+    for off in ("off", "0", "false", "NO"):
+        off_settings = replay_settings(tmp_path, env={"HAYTHAM_INPUT_VALIDATION": off})
+        assert input_validation_enabled(off_settings) is False
     settings = replay_settings(tmp_path)
+    off_settings = replay_settings(tmp_path, env={"HAYTHAM_INPUT_VALIDATION": "off"})
     files = SessionStore(tmp_path / "sessions").create("switch")
     with ModelRuntime(settings) as models:
-        monkeypatch.setenv("HAYTHAM_INPUT_VALIDATION", "off")
-        assert StageRunner(settings, models, files).receiver is None
-        monkeypatch.delenv("HAYTHAM_INPUT_VALIDATION")
+        assert StageRunner(off_settings, models, files).receiver is None
         assert StageRunner(settings, models, files).receiver is not None
         assert StageRunner(settings, models, files, input_validation=False).receiver is None
 
@@ -249,9 +249,8 @@ def test_through_the_pipeline_a_rejected_scope_item_is_revised_and_accounted(tmp
 
 
 @pytest.mark.parametrize("setting", ["on", "off"])
-def test_a_cassette_without_validator_lines_still_runs(tmp_path, monkeypatch, setting):
-    monkeypatch.setenv("HAYTHAM_INPUT_VALIDATION", setting)
-    with service(tmp_path, verifiers=False) as svc:
+def test_a_cassette_without_validator_lines_still_runs(tmp_path, setting):
+    with service(tmp_path, verifiers=False, env={"HAYTHAM_INPUT_VALIDATION": setting}) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="plain")
         assert svc.run(sid, auto_approve=True).status == "done"
     fallbacks = [e for e in events(tmp_path / "sessions" / sid, "input_validation")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,17 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
 
 
 def service(
-    tmp_path: Path, *extra: Path, drop: frozenset[str] = frozenset(), verifiers: bool = True
+    tmp_path: Path,
+    *extra: Path,
+    drop: frozenset[str] = frozenset(),
+    verifiers: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Haytham:
-    """A service on pipeline.jsonl (minus ``drop``) plus ``extra`` cassettes, with verifiers."""
+    """A service on pipeline.jsonl (minus ``drop``) plus ``extra`` cassettes, with verifiers;
+    ``env`` holds settings variables (``{"HAYTHAM_VERIFY_WHAT": "single"}``)."""
     cassette = cassette_with(tmp_path, *extra, drop_agents=set(drop))
     return Haytham(
-        replay_settings(tmp_path, cassette=cassette),
+        replay_settings(tmp_path, cassette=cassette, env=env),
         verifier_factory=make_verifier if verifiers else None,
     )
 

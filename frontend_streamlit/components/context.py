@@ -7,6 +7,8 @@ process, shared by all tabs). The selected session lives in the URL (``?session=
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,11 +46,20 @@ class Backend:
 
 
 @st.cache_resource(show_spinner=False)
-def _backend(settings_json: str) -> Backend:
+def _backend(
+    settings_json: str, credentials: str = "", _settings: Settings | None = None
+) -> Backend:
+    """Cached per settings (their JSON, which holds no credentials) and per a digest of the
+    credentials; ``_settings`` (not hashed) is the object itself, credentials included."""
     from haytham.app import make_service  # what is installed: validators, verifiers
 
-    service = make_service(Settings.model_validate_json(settings_json))
+    given = _settings if _settings is not None else Settings.model_validate_json(settings_json)
+    service = make_service(given)
     return Backend(service, RunWorker(service))
+
+
+def _credentials_digest(current: Settings) -> str:
+    return hashlib.sha256(json.dumps(sorted(current.credentials().items())).encode()).hexdigest()
 
 
 def settings() -> Settings:
@@ -63,7 +74,7 @@ def backend() -> Backend:
     except HaythamError as exc:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()
-    return _backend(current.model_dump_json())
+    return _backend(current.model_dump_json(), _credentials_digest(current), current)
 
 
 # -- the selected session (per tab) ------------------------------------------------------------

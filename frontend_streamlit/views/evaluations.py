@@ -1,21 +1,25 @@
 """Evaluations: the `haytham eval` reports (reports/test-agents) and their scores over time.
 
 Read-only: lists the reports written by ``make test-agents`` / ``haytham eval``; it never runs
-the suite. The folder is ``HAYTHAM_REPORTS_DIR`` (default ``reports/test-agents``).
+the suite. The folder is the settings' ``evals.reports_dir`` (``HAYTHAM_REPORTS_DIR``, default
+``reports/test-agents``).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
-from components.safe_text import code, md, safe_markdown
+from components.context import settings
+from components.safe_text import code, md, no_paths, safe_markdown
 
+from haytham.errors import HaythamError
 from haytham.evals.report import list_reports
 
-root = Path(os.environ.get("HAYTHAM_REPORTS_DIR", "reports/test-agents"))
+try:
+    root = settings().evals.reports_dir
+except HaythamError as exc:
+    st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
+    st.stop()
 st.title("Evaluations")
 st.caption(f"Agent evaluation reports in {code(root)} (written by `make test-agents`).")
 

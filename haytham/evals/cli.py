@@ -8,7 +8,10 @@ Wiring (in :mod:`haytham.cli`)::
 Exit status: 0 when no regression against the previous comparable report (or none exists),
 1 on a regression beyond ``--tolerance``, 2 for bad flags or an unusable provider.
 With no provider configured (no ``--provider``, no ``HAYTHAM_PROVIDER`` in the environment or
-``.env``) it says how to configure one and replays the bundled cassettes.
+``.env``) it says how to configure one and replays the bundled cassettes. Settings are read once
+(:func:`~haytham.config.load_settings`); ``--reports-dir`` defaults to ``HAYTHAM_REPORTS_DIR``
+(``settings.evals.reports_dir``) and ``HAYTHAM_EMBEDDINGS`` (``settings.validators``) can turn the
+embedding analysis off like ``--no-embeddings``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,7 +91,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=0.5,
         help="score drop (1-5 scale) that counts as a regression (default 0.5)",
     )
-    p.add_argument("--reports-dir", type=Path, default=Path("reports/test-agents"))
+    p.add_argument(
+        "--reports-dir",
+        type=Path,
+        help="where reports go (default: HAYTHAM_REPORTS_DIR, else reports/test-agents)",
+    )
     p.add_argument("--baseline", type=Path, help="compare with this report instead of the last one")
     p.add_argument(
         "--chaos",
@@ -130,13 +136,9 @@ def _split(text: str | None) -> tuple[str, ...] | None:
     return items or None
 
 
-def _provider_configured() -> bool:
-    from haytham.config import read_dotenv
-
-    return bool(
-        os.environ.get("HAYTHAM_PROVIDER", "").strip()
-        or read_dotenv(Path(".env")).get("HAYTHAM_PROVIDER", "").strip()
-    )
+def _provider_configured(settings: Any) -> bool:
+    """Whether ``HAYTHAM_PROVIDER`` (environment or ``.env``) chose a provider."""
+    return "provider" in settings.model_fields_set
 
 
 def _manifest(directory: Path) -> dict[str, Any]:
@@ -147,13 +149,16 @@ def _manifest(directory: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _embeddings_on(args: argparse.Namespace) -> bool:
-    flag = os.environ.get("HAYTHAM_EMBEDDINGS", "on").strip().lower()
-    return not args.no_embeddings and flag not in ("off", "0", "false", "no")
+def _embeddings_on(args: argparse.Namespace, settings: Any) -> bool:
+    return not args.no_embeddings and settings.validators.embeddings
 
 
-def build_config(args: argparse.Namespace, err: Any = None) -> Any:
-    """The :class:`~haytham.evals.suite.SuiteConfig` for parsed ``args`` (may print a notice)."""
+def build_config(args: argparse.Namespace, err: Any = None, settings: Any = None) -> Any:
+    """The :class:`~haytham.evals.suite.SuiteConfig` for parsed ``args`` (may print a notice).
+
+    ``settings`` (default: :func:`~haytham.config.load_settings`, read once here) gives the
+    judge's and the pipeline's settings, with ``--provider`` / ``--replay`` /
+    ``--pipeline-replay`` applied over them."""
     from haytham.config import load_settings
     from haytham.evals.budget import Budget
     from haytham.evals.chaos import ChaosSpec
@@ -162,13 +167,14 @@ def build_config(args: argparse.Namespace, err: Any = None) -> Any:
 
     if args.replay and args.record:
         raise InputError("Use --record or --replay, not both.")
+    base = settings if settings is not None else load_settings()
     replay = args.replay
     notes: list[str] = []
     if (
         replay is None
         and args.provider is None
         and args.pipeline_replay is None
-        and not _provider_configured()
+        and not _provider_configured(base)
     ):
         print(NO_PROVIDER.format(bundled=BUNDLED), file=err or sys.stderr)
         replay = BUNDLED
@@ -176,13 +182,13 @@ def build_config(args: argparse.Namespace, err: Any = None) -> Any:
     manifest = _manifest(replay) if replay is not None else {}
     pipeline_settings = None
     if replay is not None:
-        settings = load_settings(provider="replay", cassette=replay)
+        settings = base.updated(provider="replay", cassette=replay)
         mode = "replay"
     else:
-        settings = load_settings(provider=args.provider)
+        settings = base.updated(provider=args.provider)
         mode = "record" if args.record else "live"
         if args.pipeline_replay is not None:
-            pipeline_settings = load_settings(provider="replay", cassette=args.pipeline_replay)
+            pipeline_settings = base.updated(provider="replay", cassette=args.pipeline_replay)
             mode = "judge-only"
             check_provider(pipeline_settings)
     check_provider(settings)
@@ -200,7 +206,7 @@ def build_config(args: argparse.Namespace, err: Any = None) -> Any:
         settings=settings,
         pipeline_settings=pipeline_settings,
         mode=mode,
-        reports_dir=args.reports_dir,
+        reports_dir=args.reports_dir or base.evals.reports_dir,
         ideas=ideas,
         rubrics=_split(args.rubrics)
         or (tuple(manifest["rubrics"]) if manifest.get("rubrics") else None),
@@ -211,7 +217,7 @@ def build_config(args: argparse.Namespace, err: Any = None) -> Any:
         budget=Budget.parse(args.budget),
         tolerance=args.tolerance,
         chaos=tuple(ChaosSpec.parse_list(chaos_text)),
-        embeddings=_embeddings_on(args),
+        embeddings=_embeddings_on(args, base),
         record_dir=args.record,
         baseline=args.baseline,
         cache=not args.no_cache,

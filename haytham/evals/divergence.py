@@ -33,15 +33,23 @@ def make_embedder() -> Encoder:
 
 
 def analyse_session(
-    session_dir: Path, *, embeddings: bool, embedder: Encoder | None
+    session_dir: Path,
+    *,
+    embeddings: bool,
+    embedder: Encoder | None,
+    validators: validate.ValidatorSettings | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(validator findings, divergence section) for one saved session; never raises."""
+    """(validator findings, divergence section) for one saved session; never raises.
+
+    ``validators`` is the settings' ``validators`` section (defaults when not given)."""
     findings: list[dict[str, Any]] = []
     curve: dict[str, dict[str, float]] = {}
     source = "haytham.validate"
     note = ""
     try:
-        settings = validate.ValidatorSettings.from_env(embeddings=embeddings)
+        settings = (validators or validate.ValidatorSettings()).model_copy(
+            update={"embeddings": embeddings}
+        )
         report = validate.run_validators(
             validate.load_snapshot(session_dir),
             settings=settings,

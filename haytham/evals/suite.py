@@ -185,7 +185,10 @@ class _Suite:
         divergence: dict[str, Any] = {"note": "no session to analyse", "key_points": {}}
         if clean.session_dir.is_dir() and clean.state:
             findings, divergence = analyse_session(
-                clean.session_dir, embeddings=self.c.embeddings, embedder=self.embedder
+                clean.session_dir,
+                embeddings=self.c.embeddings,
+                embedder=self.embedder,
+                validators=self.c.settings.validators,
             )
         flags = findings + cal.verifier_flags(clean.state)
         calibration = cal.calibrate(

@@ -10,7 +10,6 @@ retries happen only here (bounded by ``Settings.max_retries``).
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from pathlib import Path
@@ -25,7 +24,7 @@ from haytham.errors import ConfigError
 from haytham.models.accounting import AccountedModel, CallSink, estimate_tokens
 from haytham.models.llama_server import LocalServer
 from haytham.models.local import LocalModel
-from haytham.models.providers import check_provider
+from haytham.models.providers import boto_session, check_provider
 from haytham.models.recording import RecordingModel
 from haytham.models.replay import Cassette, ReplayModel
 
@@ -165,7 +164,7 @@ def _provider_model(
 
         return AnthropicModel(
             client_args={
-                "api_key": os.environ.get("ANTHROPIC_API_KEY"),
+                "api_key": settings.secret("anthropic_api_key"),
                 "max_retries": 0,
                 "timeout": timeout,
             },
@@ -177,6 +176,8 @@ def _provider_model(
         from strands.models.bedrock import BedrockModel
 
         return BedrockModel(
+            boto_session=boto_session(settings),
+            api_key=settings.secret("aws_bearer_token_bedrock"),
             model_id=model_id,
             max_tokens=MAX_OUTPUT_TOKENS[tier],
             boto_client_config=BotocoreConfig(
@@ -190,7 +191,7 @@ def _provider_model(
         from strands.models.openai import OpenAIModel
 
         client_args: dict[str, Any] = {
-            "api_key": os.environ.get("OPENAI_API_KEY") or "not-needed",
+            "api_key": settings.secret("openai_api_key") or "not-needed",
             "max_retries": 0,
             "timeout": timeout,
         }

@@ -3,7 +3,8 @@
 :func:`provider_report` explains every provider (for ``haytham doctor`` and the UI);
 :func:`check_provider` raises one clear :class:`~haytham.errors.ConfigError` sentence for the
 selected one. Checks are offline and cheap: installed extras (found without importing them) and the
-presence of credentials. Key *values* are never read into results or messages.
+presence of credentials in the settings (read by :func:`~haytham.config.load_settings` from the
+environment or `.env`). Key *values* are never put into results or messages.
 
 It also holds what we know about provider *failures*: :func:`classify_error` (retry or not) and
 :func:`surfacing` (keeping typed errors visible through Strands' event loop).
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from pydantic import BaseModel
 from strands.types.exceptions import EventLoopException, ModelThrottledException
@@ -52,12 +54,32 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _aws_credentials(env: Mapping[str, str], use_boto: bool) -> bool:
-    if env.get("AWS_BEARER_TOKEN_BEDROCK"):
+def boto_session(settings: Settings) -> Any:
+    """A boto3 session with the AWS credentials, profile and region the settings hold (from the
+    environment or `.env`); with none of them, ``None``: boto's own chain (SSO, roles, files)."""
+    options = {
+        "aws_access_key_id": settings.secret("aws_access_key_id"),
+        "aws_secret_access_key": settings.secret("aws_secret_access_key"),
+        "aws_session_token": settings.secret("aws_session_token"),
+        "profile_name": settings.aws_profile,
+        "region_name": settings.aws_region,
+    }
+    given = {k: v for k, v in options.items() if v}
+    if not given:
+        return None
+    import boto3
+
+    return boto3.Session(**given)
+
+
+def _aws_credentials(settings: Settings, env: Mapping[str, str], use_boto: bool) -> bool:
+    """AWS credentials in the settings, or where boto's own chain finds them (``env`` is the
+    real environment: web identity, ``~/.aws`` under ``HOME``)."""
+    if settings.secret("aws_bearer_token_bedrock"):
         return True
-    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+    if settings.secret("aws_access_key_id") and settings.secret("aws_secret_access_key"):
         return True
-    if env.get("AWS_PROFILE") or env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+    if settings.aws_profile or env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
         return True
     home = Path(env.get("HOME", str(Path.home())))
     if (home / ".aws" / "credentials").is_file() or (home / ".aws" / "config").is_file():
@@ -67,7 +89,8 @@ def _aws_credentials(env: Mapping[str, str], use_boto: bool) -> bool:
     try:  # full boto3 chain (SSO, container and instance roles); may take a second
         import boto3
 
-        return boto3.Session().get_credentials() is not None
+        session = boto_session(settings) or boto3.Session()
+        return session.get_credentials() is not None
     except Exception:
         return False
 
@@ -94,7 +117,7 @@ def _status(
         install = "pip install 'haytham[anthropic]'"
         if not _installed("anthropic"):
             reason = f"the anthropic extra is not installed: run {install}."
-        elif not env.get("ANTHROPIC_API_KEY"):
+        elif not settings.secret("anthropic_api_key"):
             reason = "ANTHROPIC_API_KEY is not set: export it (or put it in .env)."
         else:
             reason = "anthropic SDK installed and ANTHROPIC_API_KEY set."
@@ -106,7 +129,7 @@ def _status(
             install=install,
         )
     if name == "bedrock":
-        if _aws_credentials(env, use_boto=thorough):
+        if _aws_credentials(settings, env, use_boto=thorough):
             usable, reason = (
                 True,
                 "AWS credentials found (region from AWS_REGION, default us-west-2).",
@@ -134,10 +157,10 @@ def _status(
         )
     if name == "openai":
         install = "pip install 'haytham[openai]'"
-        base_url = settings.openai_base_url or env.get("OPENAI_BASE_URL")
+        base_url = settings.openai_base_url
         if not _installed("openai"):
             reason = f"the openai extra is not installed: run {install}."
-        elif not env.get("OPENAI_API_KEY") and not base_url:
+        elif not settings.secret("openai_api_key") and not base_url:
             reason = "OPENAI_API_KEY is not set: export it, or set OPENAI_BASE_URL for a compatible server."
         else:
             reason = f"openai SDK installed; endpoint {redact(base_url or 'api.openai.com')}."
@@ -203,8 +226,9 @@ def provider_report(
 ) -> list[ProviderStatus]:
     """The status of every provider, in :data:`~haytham.config.PROVIDERS` order.
 
-    ``env`` defaults to ``os.environ``; only the *presence* of credential variables is checked. The
-    full boto3 credential chain is consulted only for the selected provider.
+    Credentials are those in ``settings`` (only their *presence* is checked). ``env`` (default
+    ``os.environ``) is where boto's own chain looks (``HOME``, web identity); the full boto3
+    credential chain is consulted only for the selected provider.
     """
     environ = os.environ if env is None else env
     return [

@@ -120,7 +120,9 @@ class StageRunner:
         self.models = models
         self.files = files
         self.post_validator = post_validator
-        enabled = input_validation_enabled() if input_validation is None else input_validation
+        enabled = (
+            input_validation_enabled(settings) if input_validation is None else input_validation
+        )
         self.receiver = InputValidation(files, self.ask) if enabled else None
 
     # -- model access --------------------------------------------------------------------------

@@ -117,10 +117,13 @@ def cli_main(
     *,
     as_json: bool,
     sessions_dir: Path,
+    validators: ValidatorSettings | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Validate one saved session and print the report; returns the exit code (0, or 2)."""
+    """Validate one saved session and print the report; returns the exit code (0, or 2).
+
+    ``validators`` is the settings' ``validators`` section (defaults when not given)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
@@ -137,7 +140,7 @@ def cli_main(
         return 2
     try:
         snap = load_snapshot(folder)
-        settings = ValidatorSettings.from_env()
+        settings = validators if validators is not None else ValidatorSettings()
         embedder = Embedder() if settings.embeddings else None
         report = run_validators(snap, settings=settings, embedder=embedder)
     except HaythamError as exc:

@@ -81,7 +81,7 @@ def run_validators(
         InputError: ``stages`` names an unknown stage.
         ConfigError: embeddings are on but the model cannot be loaded.
     """
-    settings = settings if settings is not None else ValidatorSettings.from_env()
+    settings = settings if settings is not None else ValidatorSettings()
     wanted = None if stages is None else frozenset(get_stage(s).slug for s in stages)
     ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
     found: list[Finding] = []

@@ -1,25 +1,22 @@
 """How verification is configured: strategy per phase, swarm limits, tiers and agent names.
 
-Read from the environment (``HAYTHAM_VERIFY_WHY`` … ``HAYTHAM_VERIFY_STORIES`` = ``single`` |
-``swarm`` | ``off``; defaults single / swarm / single / swarm as in ADR-022 1e). The agent names
+Built from the settings' ``verify`` section (:class:`haytham.config.VerifySettings`:
+``HAYTHAM_VERIFY_WHY`` … ``HAYTHAM_VERIFY_STORIES`` = ``single`` | ``swarm`` | ``off``; defaults
+single / swarm / single / swarm as in ADR-022 1e) by :meth:`VerifyConfig.from_settings`. The agent names
 a configuration would use are checked when it is built: a verifier never shares a name (and so a
 model conversation, a cassette line or an accounting row) with a producing agent (seed 004).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, cast
 
-from haytham.config import TIERS
+from haytham.config import STRATEGIES, TIERS, Settings, Strategy, VerifySettings
 from haytham.errors import ConfigError
 from haytham.stages import STAGES, Phase
 
-Strategy = Literal["single", "swarm", "off"]
-STRATEGIES: tuple[Strategy, ...] = ("single", "swarm", "off")
 DEFAULT_STRATEGIES: Mapping[Phase, Strategy] = MappingProxyType(
     {Phase.WHY: "single", Phase.WHAT: "swarm", Phase.HOW: "single", Phase.STORIES: "swarm"}
 )
@@ -150,51 +147,22 @@ class VerifyConfig:
                     )
                 seen[name] = phase
 
-    # -- environment ------------------------------------------------------------------------
+    # -- settings -------------------------------------------------------------------------
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> VerifyConfig:
-        """Build from ``HAYTHAM_VERIFY_<PHASE>``, ``HAYTHAM_VERIFY_TIER``,
-        ``HAYTHAM_MAX_REWORK_ROUNDS`` and ``HAYTHAM_SWARM_MAX_HANDOFFS`` / ``_TIMEOUT`` /
-        ``_NODE_TIMEOUT`` (``env`` defaults to ``os.environ``)."""
-        environ = os.environ if env is None else env
-        strategies: dict[Phase, Strategy] = {}
-        for phase in Phase:
-            var = f"HAYTHAM_VERIFY_{phase.value}"
-            raw = (environ.get(var) or DEFAULT_STRATEGIES[phase]).strip().lower()
-            if raw not in STRATEGIES:
-                raise ConfigError(f"{var} must be one of {', '.join(STRATEGIES)}, not {raw!r}.")
-            strategies[phase] = cast(Strategy, raw)
-        limits = SwarmLimits(
-            max_handoffs=_int(environ, "HAYTHAM_SWARM_MAX_HANDOFFS", SwarmLimits.max_handoffs),
-            max_iterations=_int(environ, "HAYTHAM_SWARM_MAX_HANDOFFS", SwarmLimits.max_iterations),
-            execution_timeout=_float(
-                environ, "HAYTHAM_SWARM_TIMEOUT", SwarmLimits.execution_timeout
-            ),
-            node_timeout=_float(environ, "HAYTHAM_SWARM_NODE_TIMEOUT", SwarmLimits.node_timeout),
-        )
+    def from_settings(cls, settings: Settings | VerifySettings) -> VerifyConfig:
+        """Build from the settings' ``verify`` section (``HAYTHAM_VERIFY_<PHASE>``,
+        ``HAYTHAM_VERIFY_TIER``, ``HAYTHAM_MAX_REWORK_ROUNDS``, ``HAYTHAM_SWARM_MAX_HANDOFFS`` /
+        ``_TIMEOUT`` / ``_NODE_TIMEOUT``), already parsed and checked by
+        :func:`~haytham.config.load_settings`."""
+        v = settings.verify if isinstance(settings, Settings) else settings
         return cls(
-            strategies=strategies,
-            tier=(environ.get("HAYTHAM_VERIFY_TIER") or "heavy").strip().lower(),
-            limits=limits,
-            max_rework_rounds=_int(environ, "HAYTHAM_MAX_REWORK_ROUNDS", DEFAULT_MAX_REWORK_ROUNDS),
+            strategies={phase: getattr(v, phase.value.lower()) for phase in Phase},
+            tier=v.tier,
+            limits=SwarmLimits(
+                max_handoffs=v.swarm_max_handoffs,
+                max_iterations=v.swarm_max_handoffs,
+                execution_timeout=v.swarm_timeout,
+                node_timeout=v.swarm_node_timeout,
+            ),
+            max_rework_rounds=v.max_rework_rounds,
         )
-
-
-def _int(env: Mapping[str, str], var: str, default: int) -> int:
-    raw = (env.get(var) or "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{var} must be a whole number, not {raw!r}.") from None
-
-
-def _float(env: Mapping[str, str], var: str, default: float) -> float:
-    raw = (env.get(var) or "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{var} must be a number of seconds, not {raw!r}.") from None

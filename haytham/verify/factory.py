@@ -110,10 +110,11 @@ def make_verifier(
     files: SessionFiles,
     config: VerifyConfig | None = None,
 ) -> PhaseVerifier:
-    """The session's phase verifier; ``config`` defaults to :meth:`VerifyConfig.from_env`.
+    """The session's phase verifier; ``config`` defaults to the settings' ``verify`` section
+    (:meth:`VerifyConfig.from_settings`).
 
     Raises:
         ConfigError: a strategy, tier or limit is invalid, or a verifier agent would reuse a
             producing agent's name.
     """
-    return PhaseVerifier(settings, models, files, config or VerifyConfig.from_env())
+    return PhaseVerifier(settings, models, files, config or VerifyConfig.from_settings(settings))

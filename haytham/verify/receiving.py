@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from haytham.config import Settings
 from haytham.pipeline.context import Context
 from haytham.redact import redact
 from haytham.schemas.anchor import ConceptAnchor
@@ -86,10 +86,10 @@ class InputValidationResult(TolerantModel):
     rejected: list[InputRejection] = Field(default_factory=list)
 
 
-def input_validation_enabled(env: Mapping[str, str] | None = None) -> bool:
-    """``HAYTHAM_INPUT_VALIDATION`` (default on; ``off``/``0``/``false``/``no`` turn it off)."""
-    raw = (os.environ if env is None else env).get("HAYTHAM_INPUT_VALIDATION") or "on"
-    return raw.strip().lower() not in ("off", "0", "false", "no")
+def input_validation_enabled(settings: Settings) -> bool:
+    """Whether receiving-stage validation runs: ``settings.verify.input_validation``
+    (``HAYTHAM_INPUT_VALIDATION``, on by default; parsed by :func:`~haytham.config.load_settings`)."""
+    return settings.verify.input_validation
 
 
 @dataclass(eq=False)
