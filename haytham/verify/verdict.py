@@ -21,6 +21,7 @@ from haytham.redact import redact
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
 from haytham.stages.base import PROMPTS_DIR
+from haytham.stages.mvp_scope import DEFAULT_APPETITE
 from haytham.stages.story_generation import APPETITE_BOUNDS
 
 VERIFIER_PROMPTS = PROMPTS_DIR / "verifiers"
@@ -137,13 +138,13 @@ def verification_context(phase: Phase, state: Mapping[str, Any]) -> Context:
             )
     if phase is Phase.STORIES:
         payload = (outputs.get("story-generation") or {}).get("payload") or {}
-        appetite = payload.get("appetite") or state.get("appetite") or "medium"
+        appetite = payload.get("appetite") or state.get("appetite") or DEFAULT_APPETITE
         count = len(payload.get("stories") or [])
+        bound = APPETITE_BOUNDS.get(appetite, APPETITE_BOUNDS[DEFAULT_APPETITE])
         ctx.add(
             "appetite",
             "## Appetite",
-            f"Appetite: {appetite}; bound: at most {APPETITE_BOUNDS.get(appetite, 15)} "
-            f"stories; this phase has {count}.",
+            f"Appetite: {appetite}; bound: at most {bound} stories; this phase has {count}.",
         )
     validations = state.get("validations") or {}
 
