@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from haytham.stages import BY_SLUG
+from haytham.stages.mvp_scope import APPETITES
 from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
 from haytham.validate.calibration import load_case
 
@@ -54,3 +57,14 @@ def test_missing_capability_model_skips_traceability(tmp_path: Path) -> None:
     s = snap("power_of_8", tmp_path)
     outputs = {k: v for k, v in s.outputs.items() if k != "capability-model"}
     assert found(Snapshot(s.idea, s.anchor, outputs, ())) == []
+
+
+def test_prompts_and_docs_say_what_the_appetite_table_holds() -> None:
+    """Code reads the bounds from one table; the texts that state them in words must agree."""
+    scope_prompt = " ".join(BY_SLUG["mvp-scope"].prompt().split())
+    docs = " ".join((Path(__file__).parents[1] / "docs" / "pipeline.md").read_text().split())
+    for name, size in APPETITES.items():
+        assert f"`{name}` ({size.weeks} weeks, at most {size.max_stories} stories" in scope_prompt
+        assert f"{name} ≤ {size.max_stories}" in docs
+    # story-generation's prompt leaves the number to the user message, which states the bound
+    assert not re.search(r"at most \d+ stories", BY_SLUG["story-generation"].prompt())
