@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from haytham.config import Settings
+from pipeline_helpers import replay_settings
+
 from haytham.evals.budget import Budget, Meter
 from haytham.evals.cache import JudgeCache
 from haytham.evals.judge import Judge, JudgeOptions, apply_determinism
@@ -62,7 +63,7 @@ def make_judge(
 ) -> tuple[Judge, Meter]:
     cassette = tmp_path / "judges.jsonl"
     cassette.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    settings = Settings(provider="replay", cassette=cassette, max_retries=0, retry_base_delay=0)
+    settings = replay_settings(tmp_path, cassette, max_retries=0)
     meter = Meter(budget)
     judge = Judge(settings, ModelRuntime(settings), meter, JudgeOptions(k=k), cache)
     return judge, meter

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pipeline_helpers import replay_settings
 from strands import Agent, tool
 from strands.models import Model
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
@@ -177,7 +178,7 @@ def test_error_after_a_tool_round_is_still_typed(tmp_path: Path) -> None:
     cassette.write_text(
         json.dumps({"agent": "a", "turn": 1, "response": [{"tool": "ping", "input": {}}]}) + "\n"
     )
-    settings = Settings(provider="replay", cassette=cassette, max_retries=3, retry_base_delay=0)
+    settings = replay_settings(tmp_path, cassette, max_retries=3)
     calls: list[ModelCall] = []
     agent = Agent(
         name="a",

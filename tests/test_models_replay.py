@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pipeline_helpers import replay_settings
 from pydantic import BaseModel, Field
 from strands import Agent, tool
 from strands.models import Model
@@ -39,12 +40,6 @@ def add(a: int, b: int) -> int:
 def write_cassette(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
-
-
-def replay_settings(cassette: Path, **extra: Any) -> Settings:
-    return Settings(
-        provider="replay", cassette=cassette, max_retries=0, retry_base_delay=0, **extra
-    )
 
 
 def make_agent(
@@ -80,7 +75,7 @@ def test_structured_output_returns_validated_instance(tmp_path: Path) -> None:
         ],
     )
     calls: list[ModelCall] = []
-    agent = make_agent(replay_settings(cassette), "critic", calls=calls)
+    agent = make_agent(replay_settings(tmp_path, cassette, max_retries=0), "critic", calls=calls)
     result = agent("Rate: dog walking app", structured_output_model=Verdict)
     assert result.structured_output == Verdict(label="good", score=0.8)
     assert len(calls) == 1
@@ -112,7 +107,7 @@ def test_structured_output_invalid_then_valid_gets_second_turn(tmp_path: Path) -
             },
         ],
     )
-    agent = make_agent(replay_settings(cassette), "critic")
+    agent = make_agent(replay_settings(tmp_path, cassette, max_retries=0), "critic")
     assert agent("rate", structured_output_model=Verdict).structured_output == Verdict(
         label="x", score=0.5
     )
@@ -136,7 +131,9 @@ def test_tool_loop_and_usage_items(tmp_path: Path) -> None:
         ],
     )
     calls: list[ModelCall] = []
-    agent = make_agent(replay_settings(cassette), "calc", calls=calls, tools=[add])
+    agent = make_agent(
+        replay_settings(tmp_path, cassette, max_retries=0), "calc", calls=calls, tools=[add]
+    )
     result = agent("What is 2 + 3?")
     assert str(result).strip() == "The sum is 5."
     assert result.stop_reason == "end_turn"
@@ -178,7 +175,7 @@ def test_swarm_of_two_agents_hands_off(tmp_path: Path) -> None:
             },
         ],
     )
-    settings = replay_settings(cassette)
+    settings = replay_settings(tmp_path, cassette, max_retries=0)
     calls: list[ModelCall] = []
     with ModelRuntime(settings) as runtime:
         swarm = Swarm(
@@ -201,7 +198,7 @@ def test_miss_names_agent_turn_and_excerpt(tmp_path: Path) -> None:
         tmp_path / "c.jsonl", [{"agent": "other", "turn": 1, "response": [{"text": "x"}]}]
     )
     calls: list[ModelCall] = []
-    agent = make_agent(replay_settings(cassette), "critic", calls=calls)
+    agent = make_agent(replay_settings(tmp_path, cassette, max_retries=0), "critic", calls=calls)
     with pytest.raises(CassetteMiss) as info:
         agent("Please rate the idea about dog walking")
     message = str(info.value)
@@ -228,7 +225,7 @@ def test_most_when_conditions_win_and_ties_go_to_first(tmp_path: Path) -> None:
             },
         ],
     )
-    settings = replay_settings(cassette)
+    settings = replay_settings(tmp_path, cassette, max_retries=0)
     assert str(make_agent(settings, "a")("hello")).strip() == "generic"
     assert str(make_agent(settings, "a")("a dog")).strip() == "dog-1"
     assert str(make_agent(settings, "a")("dog walk")).strip() == "both"
@@ -244,7 +241,7 @@ def test_cassette_folder_loads_all_files_and_bad_lines_fail(tmp_path: Path) -> N
     write_cassette(
         folder / "b.jsonl", [{"agent": "b", "turn": 1, "response": [{"text": "from b"}]}]
     )
-    settings = replay_settings(folder)
+    settings = replay_settings(tmp_path, folder, max_retries=0)
     assert str(make_agent(settings, "b")("hi")).strip() == "from b"
     (folder / "c.jsonl").write_text('{"agent": "c", "turn": 0, "response": []}\n')
     with pytest.raises(ConfigError, match=r"c\.jsonl:1"):
@@ -356,12 +353,18 @@ def test_record_then_replay_reproduces_the_run(tmp_path: Path) -> None:
     assert lines[0]["response"][1] == {"tool": "add", "input": {"a": 2, "b": 3}}
 
     replay = make_agent(
-        replay_settings(recorded), "calc", tools=[add], system_prompt="You add numbers."
+        replay_settings(tmp_path, recorded, max_retries=0),
+        "calc",
+        tools=[add],
+        system_prompt="You add numbers.",
     )
     assert str(replay("What is 2 + 3?")).strip() == live_text == "It is 5."
     assert replay("Judge that.", structured_output_model=Verdict).structured_output == live_verdict
     changed = make_agent(
-        replay_settings(recorded), "calc", tools=[add], system_prompt="Changed prompt."
+        replay_settings(tmp_path, recorded, max_retries=0),
+        "calc",
+        tools=[add],
+        system_prompt="Changed prompt.",
     )
     with pytest.raises(CassetteMiss):
         changed("What is 2 + 3?")
@@ -404,6 +407,6 @@ def test_legacy_structured_output_api(tmp_path: Path) -> None:
             }
         ],
     )
-    agent = make_agent(replay_settings(cassette), "critic")
+    agent = make_agent(replay_settings(tmp_path, cassette, max_retries=0), "critic")
     with pytest.warns(DeprecationWarning):
         assert agent.structured_output(Verdict, "rate") == Verdict(label="ok", score=1.0)
