@@ -12,6 +12,11 @@ PROVIDER ?=
 IDEAS    ?=
 K        ?=
 
+# Dead code ([tool.vulture] in pyproject.toml): any finding in the package fails; unused
+# variables and attributes are left out (pydantic fields).
+DEADCODE = $(BIN)/vulture | grep -E '^(haytham|frontend_streamlit)/' \
+	| grep -vE 'unused (variable|attribute)' | { ! grep .; }
+
 .PHONY: run test test-slow test-agents lint burr stages clean setup setup-local browser
 
 $(VENV)/.base: pyproject.toml
@@ -42,6 +47,7 @@ run: $(VENV)/.local
 test: $(VENV)/.base browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(DEADCODE)
 	$(BIN)/pytest -q
 
 test-slow: $(VENV)/.local
@@ -54,6 +60,7 @@ test-agents: $(VENV)/.base
 lint: $(VENV)/.base
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(DEADCODE)
 
 burr: $(VENV)/.base
 	burr_path=sessions/_tracking $(BIN)/burr --no-open --no-copy-demo_data --port 7241

@@ -65,7 +65,7 @@ def near_literal(value: object, options: tuple[Any, ...]) -> object:
 
 def _lenient(field: FieldInfo, value: Any, own_parser: bool) -> Any:
     """``value`` in the shape ``field`` wants, where only the shape (never the meaning) differs."""
-    annotation, nullable = _unwrap(field.annotation)
+    annotation, _ = _unwrap(field.annotation)
     origin = get_origin(annotation)
     if origin is Literal:
         return near_literal(value, get_args(annotation))
