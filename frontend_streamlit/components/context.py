@@ -46,20 +46,22 @@ class Backend:
 
 
 @st.cache_resource(show_spinner=False)
-def _backend(
-    settings_json: str, credentials: str = "", _settings: Settings | None = None
-) -> Backend:
-    """Cached per settings (their JSON, which holds no credentials) and per a digest of the
-    credentials; ``_settings`` (not hashed) is the object itself, credentials included."""
+def _backend(key: str, _settings: Settings | None = None) -> Backend:
+    """Cached per ``key``: the settings' JSON (which holds no credentials), plus a digest of the
+    credentials when there are any. ``_settings`` (not hashed) is the object itself, credentials
+    included; without it the JSON is the settings."""
     from haytham.app import make_service  # what is installed: validators, verifiers
 
-    given = _settings if _settings is not None else Settings.model_validate_json(settings_json)
+    given = _settings if _settings is not None else Settings.model_validate_json(key)
     service = make_service(given)
     return Backend(service, RunWorker(service))
 
 
-def _credentials_digest(current: Settings) -> str:
-    return hashlib.sha256(json.dumps(sorted(current.credentials().items())).encode()).hexdigest()
+def _cache_key(current: Settings) -> str:
+    """The settings' JSON, and a digest of the credentials if any (a changed key rebuilds)."""
+    held = sorted(current.credentials().items())
+    digest = hashlib.sha256(json.dumps(held).encode()).hexdigest() if held else ""
+    return current.model_dump_json() + (f"\n{digest}" if digest else "")
 
 
 def settings() -> Settings:
@@ -74,7 +76,7 @@ def backend() -> Backend:
     except HaythamError as exc:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()
-    return _backend(current.model_dump_json(), _credentials_digest(current), current)
+    return _backend(_cache_key(current), current)
 
 
 # -- the selected session (per tab) ------------------------------------------------------------
