@@ -299,7 +299,6 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(
         env_prefix="HAYTHAM_",
-        env_file=".env",
         frozen=True,
         extra="forbid",
         case_sensitive=True,

@@ -270,3 +270,26 @@ def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValidationError):
         settings.provider = "openai"  # type: ignore[misc]
+
+
+def test_the_evals_cli_takes_its_values_from_the_settings(tmp_path: Path) -> None:
+    import argparse
+    import io
+
+    from haytham.evals.cli import BUNDLED, build_config, configure
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    env = {"HAYTHAM_EMBEDDINGS": "no", "HAYTHAM_REPORTS_DIR": str(tmp_path / "reports")}
+    unset = load_settings(env=env, dotenv=None)
+    notice = io.StringIO()
+    config = build_config(parser.parse_args([]), err=notice, settings=unset)
+    assert "No model provider is configured" in notice.getvalue()  # replays the bundled ones
+    assert (config.settings.provider, config.settings.cassette) == ("replay", BUNDLED)
+    assert config.embeddings is False and config.reports_dir == tmp_path / "reports"
+    chosen = {**env, "HAYTHAM_PROVIDER": "replay", "HAYTHAM_CASSETTE": str(BUNDLED)}
+    notice = io.StringIO()
+    args = parser.parse_args(["--reports-dir", str(tmp_path / "x")])
+    config = build_config(args, err=notice, settings=load_settings(env=chosen, dotenv=None))
+    assert notice.getvalue() == "" and config.mode == "live"  # HAYTHAM_PROVIDER chose one
+    assert config.reports_dir == tmp_path / "x"  # the flag beats HAYTHAM_REPORTS_DIR
