@@ -6,7 +6,9 @@ input validation and embedding validators on; the cassette covers every verifier
   2. replay with a simulated model latency per call (default 5 s; hosted models take 5–60 s
      for a structured stage answer, the bundled local model ~30 s)
      — overhead share = (wall − model time) / wall (target < 2 %).
-Model time is the sum of ``latency_ms`` over the session's ``model_call`` events.
+Model time is the sum of ``latency_ms`` over the session's ``model_call`` events. Of the plain
+run's time, the share spent loading the sentence model and embedding (the embedding validators)
+is printed too.
 
     .venv/bin/python benchmarks/pipeline_overhead.py [--latency 5] [--runs 3]
 """
@@ -28,11 +30,43 @@ import_started = time.perf_counter()
 import haytham.models.factory as factory  # noqa: E402
 from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
+from haytham.validate.embeddings import Embedder  # noqa: E402
 
 IMPORT_S = time.perf_counter() - import_started
 # the stages and the turns of every verifier and input validator: no cassette misses
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"
 IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text()
+
+
+class Timed:
+    """Adds up the seconds spent in the embedder's load and encode while installed."""
+
+    def __init__(self) -> None:
+        self.load_s = self.encode_s = 0.0
+
+    def __enter__(self) -> Timed:
+        self.saved = Embedder._load, Embedder.encode
+        load, encode = self.saved
+
+        def timed_load(emb):
+            started = time.perf_counter()
+            try:
+                return load(emb)
+            finally:
+                self.load_s += time.perf_counter() - started
+
+        def timed_encode(emb, texts):
+            started = time.perf_counter()
+            try:
+                return encode(emb, texts)
+            finally:
+                self.encode_s += time.perf_counter() - started
+
+        Embedder._load, Embedder.encode = timed_load, timed_encode
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Embedder._load, Embedder.encode = self.saved
 
 
 class Delayed:
@@ -59,7 +93,7 @@ def one_run(sessions: Path, latency: float) -> dict:
             env={}, dotenv=None, provider="replay", cassette=CASSETTE, sessions_dir=sessions
         )
         started = time.perf_counter()
-        with make_service(settings) as svc:
+        with Timed() as embedding, make_service(settings) as svc:
             sid = svc.create_session(IDEA)
             outcome = svc.run(sid, auto_approve=True)
         wall = time.perf_counter() - started
@@ -76,6 +110,8 @@ def one_run(sessions: Path, latency: float) -> dict:
         "calls": len(calls),
         "misses": misses,
         "overhead_s": wall - model_s,
+        "embed_load_s": embedding.load_s,
+        "embed_s": embedding.encode_s,  # includes the load (the first encode loads the model)
     }
 
 
@@ -93,6 +129,11 @@ def main() -> int:
         f"plain replay run: best {best['wall_s']:.2f} s of {args.runs} "
         f"({best['calls']} model calls, {best['misses']} cassette misses, status "
         f"{best['status']}) — target < 5 s"
+    )
+    print(
+        f"  of which embedding validators: {best['embed_s']:.2f} s in Embedder.encode "
+        f"(model load {best['embed_load_s']:.2f} s of it); the rest (stages, checks, verifiers, "
+        f"state and session files) {best['wall_s'] - best['embed_s']:.2f} s"
     )
     share = min(r["overhead_s"] / r["wall_s"] for r in delayed)
     slow = min(delayed, key=lambda r: r["overhead_s"])
