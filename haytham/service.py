@@ -327,6 +327,24 @@ class Haytham:
         Projector(files).project(new, position=position, sequence_id=0)
         return sid
 
+    # -- for the UI and CLI (read-only) ----------------------------------------------------------
+    def check_session(self, session_id: str) -> None:
+        """Raise :class:`SessionNotFound` unless the session exists (a malformed id raises
+        :class:`InputError`); reads nothing else."""
+        self.store.open(session_id)
+
+    def updated_at(self, session_id: str) -> str:
+        """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
+        return self.store.open(session_id).updated_at()
+
+    def blocking(self, state: SessionState | str, gate: int) -> list[Any]:
+        """The open blocking items at ``gate`` (each a ``BlockingItem``: ``id``, ``stage``,
+        ``message``): what must be resolved or overridden before it can be approved. ``state`` is
+        a loaded state, or a session id to load it from."""
+        if isinstance(state, str):
+            state = self.load_state(state)
+        return open_blocking(state, phase_for_gate(gate))
+
 
 def _public(command: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in command.items() if k != "kind"} | {"command": command.get("kind")}

@@ -20,6 +20,7 @@ from test_ui_support import (
     use_replay,
 )
 
+from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor
 
 
@@ -138,7 +139,7 @@ def test_no_go_blocks_approval_until_proceed_anyway(
     assert not at.button(key="approve_1").disabled, texts(at)
 
 
-def _panel_page(state: dict) -> None:
+def _panel_page(state: object) -> None:  # a SessionState (AppTest runs this source alone)
     from components.findings import validator_findings, verification
 
     from haytham.stages import Phase
@@ -148,7 +149,9 @@ def _panel_page(state: dict) -> None:
 
 
 def _panel(state: dict) -> AppTest:
-    return AppTest.from_function(_panel_page, args=(state,), default_timeout=30).run()
+    """The two panels on ``state`` (the old dict shape, read as the typed state)."""
+    typed = SessionState.of(state)
+    return AppTest.from_function(_panel_page, args=(typed,), default_timeout=30).run()
 
 
 def test_verification_panel_shows_every_kind_of_result() -> None:

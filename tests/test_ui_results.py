@@ -9,6 +9,8 @@ import pytest
 from test_ui_support import app, service, session_at, shows, use_replay
 
 from haytham.export import FORMATS
+from haytham.pipeline.state import SessionState
+from haytham.schemas.envelope import AnchorComplianceReport, StageOutput
 
 
 @pytest.fixture
@@ -94,31 +96,47 @@ def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_pat
     assert list(curve.index) == ["01 idea-analysis", "05 mvp-scope", "10 story-generation"]
     assert curve.loc["10 story-generation", "anchor"] == 0.6
 
-    state = {
-        "anchor": {
-            "intent": {"goal": "Circles of eight"},
-            "invariants": [
-                {"property": p, "value": "v", "source": "s", "confidence": 1.0}
-                for p in ("group_structure", "session_medium")
-            ],
-        },
-        "outputs": {
-            "mvp-scope": {
-                "anchor_compliance": {
-                    "invariants_preserved": ["group_structure"],
-                    "invariants_overridden": [{"invariant": "INV-2", "reason": "x"}],
+    with service() as svc:
+        real = svc.load_state(finished).outputs
+
+    def reporting(slug: str, **report: object) -> StageOutput:
+        """The finished run's output of ``slug`` with this anchor-compliance report."""
+        compliance = AnchorComplianceReport.model_validate(report)
+        return real[slug].model_copy(update={"anchor_compliance": compliance})
+
+    state = SessionState.of(
+        {
+            "anchor": {
+                "intent": {"goal": "Circles of eight"},
+                "invariants": [
+                    {"property": p, "value": "v", "source": "s", "confidence": 1.0}
+                    for p in ("group_structure", "session_medium")
+                ],
+            },
+            "outputs": {
+                "mvp-scope": reporting(
+                    "mvp-scope",
+                    invariants_preserved=["group_structure"],
+                    invariants_overridden=[{"invariant": "INV-2", "reason": "x"}],
+                ),
+                "capability-model": reporting("capability-model"),
+            },
+            "verifications": {
+                "WHAT": {
+                    "phase": "WHAT",
+                    "passed": False,
+                    "invariants_violated": [
+                        {
+                            "invariant": "group_structure",
+                            "violation": "groups of any size",
+                            "severity": "blocking",
+                            "stage": "capability-model",
+                        }
+                    ],
                 }
             },
-            "capability-model": {"anchor_compliance": {}},
-        },
-        "verifications": {
-            "WHAT": {
-                "invariants_violated": [
-                    {"invariant": "group_structure", "stage": "capability-model"}
-                ]
-            }
-        },
-    }
+        }
+    )
     matrix = compliance_matrix(state)
     assert matrix.loc["INV-1 group_structure"].tolist() == ["✓ honored", "✗ violated"]
     assert matrix.loc["INV-2 session_medium"].tolist() == ["↻ overridden", "· not mentioned"]

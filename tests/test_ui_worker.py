@@ -118,13 +118,11 @@ def test_a_bug_in_a_page_is_one_sentence() -> None:
 
 
 def test_pages_while_a_run_is_in_progress(sessions: Path) -> None:
-    from components.context import _backend
-
-    from haytham.config import load_settings
+    from components.context import backend as app_backend
 
     with service() as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="busy")
-    backend = _backend(load_settings().model_dump_json())  # the app's own cached worker
+    backend = app_backend()  # the app's own cached service and worker, as its pages get them
     release = threading.Event()
 
     def slow_run() -> Outcome:

@@ -15,7 +15,10 @@ import streamlit as st
 from components.context import Backend, flash, show_error
 from components.safe_text import md, name
 
+from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor, Invariant
+from haytham.schemas.gate import GateRecord
+from haytham.stages import ANCHOR_SOURCE
 
 
 def _command(b: Backend, sid: str, command: dict[str, Any], done: str) -> None:
@@ -74,16 +77,13 @@ def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
         )
 
 
-def render_anchor(b: Backend, sid: str, state: dict[str, Any], editable: bool) -> None:
+def render_anchor(b: Backend, sid: str, state: SessionState, editable: bool) -> None:
     """The anchor at Gate 1; ``editable`` when the session is waiting here."""
-    raw = state.get("anchor")
-    if not raw:
-        st.info("No concept anchor yet: it is extracted right after idea analysis.")
-        return
-    try:
-        anchor = ConceptAnchor.model_validate(raw)
-    except ValueError as exc:
-        show_error(exc)
+    anchor = state.anchor
+    if anchor is None:
+        st.info(
+            f"No concept anchor yet: it is extracted right after {ANCHOR_SOURCE.title.lower()}."
+        )
         return
     pending = anchor.open_ambiguities()
     st.subheader("Concept anchor")
@@ -174,18 +174,18 @@ def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
                 )
 
 
-def change_log(record: dict[str, Any]) -> None:
-    """Clarifications and edits recorded at a gate."""
+def change_log(record: GateRecord | None) -> None:
+    """Clarifications and edits recorded at a gate (none before it first opens)."""
+    if record is None:
+        return
     rows = [
-        f"clarified **{md(c['invariant'])}** → {md(c['choice'])}"
-        + (" (auto)" if c.get("auto") else "")
-        for c in record.get("clarifications", [])
+        f"clarified **{md(c.invariant)}** → {md(c.choice)}" + (" (auto)" if c.auto else "")
+        for c in record.clarifications
     ]
     rows += [
-        f"{'edited' if e['kind'] == 'edit_value' else 'removed non-goal'} "
-        f"**{md(e['target'])}**: {md(e['before'])}"
-        + (f" → {md(e['after'])}" if e.get("after") else "")
-        for e in record.get("edits", [])
+        f"{'edited' if e.kind == 'edit_value' else 'removed non-goal'} "
+        f"**{md(e.target)}**: {md(e.before)}" + (f" → {md(e.after)}" if e.after else "")
+        for e in record.edits
     ]
     if rows:
         st.markdown("**Changes logged at this gate**  \n" + "  \n".join(f"• {r}" for r in rows))

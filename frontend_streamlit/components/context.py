@@ -122,7 +122,7 @@ def require_session(b: Backend) -> str:
         link("sessions", "Sessions", ":material/folder_open:")
         st.stop()
     try:
-        b.service.store.open(sid)
+        b.service.check_session(sid)
     except HaythamError as exc:
         select_session(None)
         # the id came from the URL: shown as text, and never the server's sessions folder

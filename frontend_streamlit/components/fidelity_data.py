@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from haytham.schemas.anchor import ConceptAnchor
+from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES
 
 MARKS = {
@@ -34,35 +34,34 @@ def divergence_frame(divergence: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("stage") if rows else pd.DataFrame()
 
 
-def compliance_matrix(state: dict[str, Any]) -> pd.DataFrame:
+def compliance_matrix(state: SessionState) -> pd.DataFrame:
     """Invariants (rows) × stages that ran (columns): honored / overridden / violated / not
     mentioned, from each envelope's ``anchor_compliance``; verifier violations and validator
     findings naming an invariant mark it violated."""
-    anchor = ConceptAnchor.model_validate(state["anchor"]) if state.get("anchor") else None
+    anchor = state.anchor
     invariants = anchor.invariants if anchor is not None else []
     names = [f"{i.id} {i.property}" for i in invariants]
-    outputs = state.get("outputs") or {}
     violated: set[tuple[str, str]] = set()
 
     def key(ref: object) -> str | None:
         inv = anchor.resolve_ref(ref) if anchor is not None else None
         return f"{inv.id} {inv.property}" if inv is not None else None
 
-    for verification in (state.get("verifications") or {}).values():
-        for v in verification.get("invariants_violated", []):
-            violated.add((key(v.get("invariant")), v.get("stage")))
-    for slug, findings in (state.get("validations") or {}).items():
+    for verification in state.verifications.values():
+        for v in verification.invariants_violated:
+            violated.add((key(v.invariant), v.stage))
+    for slug, findings in state.validations.items():
         for f in findings:
-            if f.get("invariant") and f.get("severity") != "info":
-                violated.add((key(f["invariant"]), f.get("stage") or slug))
+            if f.invariant and f.needs_decision:
+                violated.add((key(f.invariant), f.stage or slug))
     columns = {}
     for spec in STAGES:
-        out = outputs.get(spec.slug)
+        out = state.outputs.get(spec.slug)
         if out is None:
             continue
-        report = out.get("anchor_compliance") or {}
-        kept = {key(r) for r in report.get("invariants_preserved", [])}
-        changed = {key(o.get("invariant")) for o in report.get("invariants_overridden", [])}
+        report = out.anchor_compliance
+        kept = {key(r) for r in report.invariants_preserved}
+        changed = {key(o.invariant) for o in report.invariants_overridden}
         cells = []
         for name in names:
             if (name, spec.slug) in violated:

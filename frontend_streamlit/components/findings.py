@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 from components.safe_text import badge_label, md
 
+from haytham.pipeline.state import SessionState
 from haytham.stages import Phase, phase_stages
 
 STATUS = {
@@ -18,16 +17,16 @@ STATUS = {
 }
 
 
-def verification(phase: Phase, state: dict[str, Any]) -> None:
+def verification(phase: Phase, state: SessionState) -> None:
     """The verifier's verdict on ``phase`` (ADR-022 1d), or why there is none."""
     st.subheader("Phase verification")
-    data = (state.get("verifications") or {}).get(phase.value)
-    if not data:
+    data = state.verifications.get(phase.value)
+    if data is None:
         st.info("The verifier has not run for this phase yet.")
         return
-    status = data.get("status") or ("passed" if data.get("passed") else "failed")
+    status = data.status
     color, icon, label = STATUS.get(status, STATUS["failed"])
-    strategy = data.get("strategy", "")
+    strategy = data.strategy
     st.badge(
         f"Verifier: {label}"
         + (f" · {badge_label(strategy)}" if strategy and strategy != status else ""),
@@ -36,36 +35,36 @@ def verification(phase: Phase, state: dict[str, Any]) -> None:
     )  # type: ignore[arg-type]
     if status == "off":
         st.caption(
-            f"Verification is off for this session ({md(data.get('reason', ''))}); only "
+            f"Verification is off for this session ({md(data.reason)}); only "
             "the validators below checked this phase."
         )
     elif status == "inconclusive":
         st.warning(
-            f"The verifier could not decide: {md(data.get('reason', ''))}. This blocks "
+            f"The verifier could not decide: {md(data.reason)}. This blocks "
             "approval until you override it or request rework.",
             icon=":material/help:",
         )
-    for name in data.get("invariants_honored", []):
+    for name in data.invariants_honored:
         st.markdown(f":green[✔] honored: **{md(name)}**")
-    for v in data.get("invariants_violated", []):
-        text = f"**{md(v.get('invariant'))}** in {md(v.get('stage'))}: {md(v.get('violation'))}"
-        if v.get("severity") == "blocking":
+    for v in data.invariants_violated:
+        text = f"**{md(v.invariant)}** in {md(v.stage)}: {md(v.violation)}"
+        if v.severity == "blocking":
             st.error(f"Blocking violation — {text}", icon=":material/block:")
         else:
             st.warning(f"Warning — {text}", icon=":material/warning:")
-    for name in data.get("identity_preserved", []):
+    for name in data.identity_preserved:
         st.markdown(f":green[✔] identity preserved: {md(name)}")
-    for g in data.get("identity_genericized", []):
+    for g in data.identity_genericized:
         st.warning(
-            f"Genericized in {md(g.get('stage'))}: “{md(g.get('original_feature'))}” "
-            f"became “{md(g.get('generic_replacement'))}”",
+            f"Genericized in {md(g.stage)}: “{md(g.original_feature)}” "
+            f"became “{md(g.generic_replacement)}”",
             icon=":material/compress:",
         )
-    for w in data.get("warnings", []):
+    for w in data.warnings:
         st.warning(md(w), icon=":material/warning:")
 
 
-def validator_findings(phase: Phase, state: dict[str, Any]) -> None:
+def validator_findings(phase: Phase, state: SessionState) -> None:
     """Deterministic validators' findings and failed mechanical checks for the phase's stages.
 
     Findings that need a decision (warning, blocking, failed checks) come first, each naming the
@@ -74,18 +73,19 @@ def validator_findings(phase: Phase, state: dict[str, Any]) -> None:
     st.subheader("Validator findings")
     rows, second = [], []
     for spec in phase_stages(phase):
-        for f in (state.get("validations") or {}).get(spec.slug, []):
+        for f in state.validations.get(spec.slug, []):
             row = {
                 "stage": spec.slug,
-                "severity": f.get("severity", ""),
-                "item": f.get("item") or "",
-                "invariant": f.get("invariant") or "",
-                "why": f.get("message", ""),
-                "evidence": f.get("evidence", ""),
-                "validator": f.get("validator", ""),
+                "severity": f.severity,
+                "item": f.item or "",
+                "invariant": f.invariant or "",
+                "why": f.message,
+                "evidence": f.evidence,
+                "validator": f.validator,
             }
-            (second if f.get("severity") == "info" else rows).append(row)
-        for problem in ((state.get("stage_meta") or {}).get(spec.slug) or {}).get("problems", []):
+            (rows if f.needs_decision else second).append(row)
+        meta = state.stage_meta.get(spec.slug)
+        for problem in meta.problems if meta else []:
             rows.append(
                 {
                     "stage": spec.slug,
@@ -100,7 +100,7 @@ def validator_findings(phase: Phase, state: dict[str, Any]) -> None:
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True)
     else:
-        ran = any(spec.slug in (state.get("validations") or {}) for spec in phase_stages(phase))
+        ran = any(spec.slug in state.validations for spec in phase_stages(phase))
         st.caption(
             "No findings that need a decision."
             if ran

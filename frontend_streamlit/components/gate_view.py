@@ -25,8 +25,8 @@ from components.findings import validator_findings, verification
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
 
-from haytham.pipeline.gates import BlockingItem, open_blocking, phase_for_gate
-from haytham.render import render_stage
+from haytham.pipeline.state import SessionState
+from haytham.schemas.gate import GateRecord
 from haytham.stages import Phase, get_stage, phase_stages
 
 ALL_OPEN = "all open items"
@@ -35,18 +35,18 @@ ALL_OPEN = "all open items"
 def render_gate(gate: int) -> None:
     b = backend()
     sid = require_session(b)
-    phase = phase_for_gate(gate)
+    phase = list(Phase)[gate - 1]
     st.title(f"Gate {gate} · {phase.value}")
     show_flash()
     state = attempt(lambda: b.service.load_state(sid))
     status = attempt(lambda: b.service.status(sid))
     if state is None or status is None:
         return
-    record = (state.get("gates") or {}).get(str(gate)) or {}
+    record = state.gates.get(gate)
     here = status.get("gate") == gate
     busy = b.worker.is_running(sid)
     st.caption(
-        f"Session {code(sid)} · this gate: {md(record.get('status', 'not reached'))} · "
+        f"Session {code(sid)} · this gate: {md(record.status if record else 'not reached')} · "
         f"session: {md(pretty_status(status['status']))}"
     )
     if busy:
@@ -60,14 +60,14 @@ def render_gate(gate: int) -> None:
     editable = here and not busy
     _stale(b, sid, status, busy)
     with st.expander("The idea, as you wrote it"):
-        st.markdown(md(state.get("idea", "")))
+        st.markdown(md(state.idea))
     if phase is Phase.WHY:
         render_anchor(b, sid, state, editable)
         verdict = status.get("verdict")
         if verdict:
             st.markdown(f"**Verdict:** {md(verdict)} — details on the Verdict page.")
             link("verdict", "Open the verdict", ":material/gavel:")
-    _outputs(phase, state)
+    _outputs(b, sid, phase, state)
     verification(phase, state)
     validator_findings(phase, state)
     change_log(record)
@@ -96,20 +96,19 @@ def _stale(b: Backend, sid: str, status: dict[str, Any], busy: bool) -> None:
         go("run", sid)
 
 
-def _not_here(gate: int, record: dict[str, Any], status: dict[str, Any]) -> str:
-    if not record:
+def _not_here(gate: int, record: GateRecord | None, status: dict[str, Any]) -> str:
+    if record is None:
         return f"The session has not reached Gate {gate} yet."
     where = md(pretty_status(status["status"]))
-    note = f" (note: {md(record['note'])})" if record.get("note") else ""
-    return f"Gate {gate} is {md(record.get('status'))}{note}; the session is {where}."
+    note = f" (note: {md(record.note)})" if record.note else ""
+    return f"Gate {gate} is {md(record.status)}{note}; the session is {where}."
 
 
-def _outputs(phase: Phase, state: dict[str, Any]) -> None:
+def _outputs(b: Backend, sid: str, phase: Phase, state: SessionState) -> None:
     st.subheader("Stage outputs")
-    outputs = state.get("outputs") or {}
     shown = False
     for spec in phase_stages(phase):
-        out = outputs.get(spec.slug)
+        out = state.outputs.get(spec.slug)
         if out is None:
             continue
         shown = True
@@ -117,15 +116,15 @@ def _outputs(phase: Phase, state: dict[str, Any]) -> None:
             f"{spec.number}. {spec.title}", key=f"output_{spec.slug}", on_change="rerun"
         )
         if box.open:  # rendered only when opened: keeps the gate page light
-            box.markdown(safe_markdown(render_stage(spec, out)))
+            box.markdown(safe_markdown(b.service.show(sid, spec.slug)))
     if not shown:
         st.caption("No stage of this phase has run yet.")
 
 
-def _overrides(record: dict[str, Any]) -> None:
+def _overrides(record: GateRecord | None) -> None:
     rows = [
-        f"**{md(o['target'])}** — {md(o['reason'])}" + (" (auto)" if o.get("auto") else "")
-        for o in record.get("overrides", [])
+        f"**{md(o.target)}** — {md(o.reason)}" + (" (auto)" if o.auto else "")
+        for o in (record.overrides if record else [])
     ]
     if rows:
         st.markdown("**Overrides**  \n" + "  \n".join(f"• {r}" for r in rows))
@@ -146,10 +145,10 @@ def _decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str)
 
 
 def _actions(
-    b: Backend, sid: str, gate: int, phase: Phase, state: dict[str, Any], status: dict[str, Any]
+    b: Backend, sid: str, gate: int, phase: Phase, state: SessionState, status: dict[str, Any]
 ) -> None:
     st.subheader("Decision")
-    blocking = open_blocking(state, phase)
+    blocking = b.service.blocking(state, gate)
     ambiguous = status.get("open_ambiguities") if gate == 1 else []
     reasons = []
     if ambiguous:
@@ -197,7 +196,7 @@ def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
         )
 
 
-def _override_form(b: Backend, sid: str, gate: int, blocking: list[BlockingItem]) -> None:
+def _override_form(b: Backend, sid: str, gate: int, blocking: list[Any]) -> None:
     if not blocking:
         st.caption("Nothing blocking is open at this gate.")
         return

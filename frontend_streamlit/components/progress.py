@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 from components.safe_text import no_paths
 
-from haytham.stages import STAGES
+from haytham.pipeline.state import RunStatus
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES
 from haytham.worker import Job, StageProgress
 
 ICONS = {
@@ -23,7 +24,7 @@ ICONS = {
     "inconclusive": "?",
     "off": "·",
 }  # plain symbols: no emoji font needed
-_BY_SLUG = {s.slug: s for s in STAGES}
+_STATUSES = {s.value for s in RunStatus}
 
 
 def describe(slug: str) -> tuple[str, str, float] | None:
@@ -33,10 +34,10 @@ def describe(slug: str) -> tuple[str, str, float] | None:
     and the receiving-stage input checks (``validate-input:<stage>``); they sort next to the
     stage they check.
     """
-    if slug == "anchor-extraction":
-        return "WHY", "Concept anchor", 1.5
-    if slug in _BY_SLUG:
-        spec = _BY_SLUG[slug]
+    if slug == ANCHOR_AGENT:  # right after the stage it is extracted from
+        return ANCHOR_SOURCE.phase.value, "Concept anchor", ANCHOR_SOURCE.number + 0.5
+    if slug in BY_SLUG:
+        spec = BY_SLUG[slug]
         return spec.phase.value, spec.title, float(spec.number)
     if slug.startswith("verify-"):
         phase = slug.removeprefix("verify-").upper()
@@ -44,7 +45,7 @@ def describe(slug: str) -> tuple[str, str, float] | None:
         if numbers:
             return phase, f"Verifier ({phase})", max(numbers) + 0.5
     if slug.startswith("validate-input:"):
-        spec = _BY_SLUG.get(slug.split(":", 1)[1])
+        spec = BY_SLUG.get(slug.split(":", 1)[1])
         if spec is not None:
             return spec.phase.value, f"Input check for {spec.title}", spec.number - 0.5
     return None
@@ -106,9 +107,8 @@ def stage_table(
 
 def pretty_status(status: str) -> str:
     """``waiting_gate_2`` -> ``waiting at Gate 2``."""
-    if status.startswith("waiting_gate_"):
-        return f"waiting at Gate {status.rsplit('_', 1)[1]}"
-    return status.replace("_", " ")
+    gate = RunStatus(status).gate if status in _STATUSES else None
+    return f"waiting at Gate {gate}" if gate is not None else status.replace("_", " ")
 
 
 def totals_line(summary: dict[str, Any]) -> str:
@@ -122,7 +122,7 @@ def totals_line(summary: dict[str, Any]) -> str:
 
 def done_count(summary: dict[str, Any]) -> tuple[int, int]:
     """Pipeline stages (and the anchor) done, out of all of them; checks are not counted."""
-    steps = {"anchor-extraction", *_BY_SLUG}
+    steps = {ANCHOR_AGENT, *BY_SLUG}
     stages = [r for s, r in (summary.get("stages") or {}).items() if s in steps]
     done = sum(1 for r in stages if r.get("status") in ("completed", "needs_attention"))
     return done, len(stages)

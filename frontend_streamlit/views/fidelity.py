@@ -8,11 +8,13 @@ from components.context import attempt, backend, require_session, show_flash
 from components.fidelity_data import compliance_matrix, divergence_frame
 from components.progress import stage_rows
 
+from haytham.pipeline.state import SessionState
+
 b = backend()
 sid = require_session(b)
 st.title("Fidelity")
 show_flash()
-state = attempt(lambda: b.service.load_state(sid)) or {}
+state = attempt(lambda: b.service.load_state(sid)) or SessionState()
 status = attempt(lambda: b.service.status(sid)) or {"summary": {}}
 summary = status["summary"]
 

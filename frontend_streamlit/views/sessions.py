@@ -26,7 +26,7 @@ from haytham.stages import STAGES
 
 
 def _row(b: Backend, sid: str) -> dict[str, Any]:
-    updated = datetime.fromisoformat(b.service.store.open(sid).updated_at())
+    updated = datetime.fromisoformat(b.service.updated_at(sid))
     row: dict[str, Any] = {
         "session": sid,
         "idea": "",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.safe_text import code, label, md
 
 from haytham.export import export, stories
+from haytham.pipeline.state import SessionState, payload_of
+from haytham.stages import STORY_STAGE, StageSpec, architecture_decisions, capability_model
 
 DOWNLOADS = (
     ("Markdown", "markdown", "md", "text/markdown"),
@@ -18,27 +18,28 @@ DOWNLOADS = (
     ("Jira CSV", "jira", "jira.csv", "text/csv"),
     ("Linear CSV", "linear", "linear.csv", "text/csv"),
 )
+IMPLEMENTED: tuple[StageSpec, ...] = (capability_model.SPEC, architecture_decisions.SPEC)
+"""The stages whose ids (CAP, DEC) a story implements."""
 
 
-def _targets(state: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def _defined_in(spec: StageSpec) -> str:
+    return f"{spec.slug} (Gate {spec.phase.gate})"
+
+
+GATE_PAGE = {_defined_in(spec): f"gate_{spec.phase.gate}" for spec in IMPLEMENTED}
+
+
+def _targets(state: SessionState) -> dict[str, tuple[str, str]]:
     """CAP and DEC ids -> (name, where defined: the stage and its gate)."""
-    outputs = state.get("outputs") or {}
-    caps = (outputs.get("capability-model") or {}).get("payload") or {}
-    decs = (outputs.get("architecture-decisions") or {}).get("payload") or {}
-    out = {
-        c["id"]: (c.get("name", ""), "capability-model (Gate 2)")
-        for c in [*caps.get("functional", []), *caps.get("non_functional", [])]
-    }
-    out.update(
-        {
-            d["id"]: (d.get("title", ""), "architecture-decisions (Gate 3)")
-            for d in decs.get("decisions", [])
-        }
-    )
+    out: dict[str, tuple[str, str]] = {}
+    for spec in IMPLEMENTED:
+        payload = payload_of(state.outputs, spec.slug)
+        if payload is not None:
+            out.update({i: (name, _defined_in(spec)) for i, name in payload.catalog().items()})
     return out
 
 
-def _downloads(sid: str, state: dict[str, Any], has_stories: bool) -> None:
+def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
     cols = st.columns(len(DOWNLOADS))
     for col, (title, fmt, ext, mime) in zip(cols, DOWNLOADS, strict=True):
         needs_stories = fmt in ("csv", "jira", "linear")
@@ -59,11 +60,11 @@ b = backend()
 sid = require_session(b)
 st.title("Stories")
 show_flash()
-state = attempt(lambda: b.service.load_state(sid)) or {}
+state = attempt(lambda: b.service.load_state(sid)) or SessionState()
 items = stories(state)
 st.caption(
     f"Session {code(sid)} · {len(items)} stories · appetite "
-    f"{md(state.get('appetite') or 'from the MVP scope')}"
+    f"{md(state.appetite or 'from the MVP scope')}"
 )
 _downloads(sid, state, bool(items))
 if not items:
@@ -73,8 +74,8 @@ if not items:
     )
     st.stop()
 
-payload = ((state.get("outputs") or {}).get("story-generation") or {}).get("payload") or {}
-for cycle in payload.get("cycles") or []:
+payload = payload_of(state.outputs, STORY_STAGE.slug)
+for cycle in payload.cycles if payload is not None else []:
     st.error(
         f"Dependency cycle: {md(' → '.join([*cycle, cycle[0]]))}", icon=":material/sync_problem:"
     )
@@ -117,7 +118,6 @@ st.caption(f"{len(shown)} of {len(frame)} stories, in dependency order.")
 
 st.subheader("Traceability")
 targets = _targets(state)
-GATE_PAGE = {"capability-model (Gate 2)": "gate_2", "architecture-decisions (Gate 3)": "gate_3"}
 trace = pd.DataFrame(
     [
         {

@@ -15,10 +15,10 @@ from components.context import (
 )
 from components.safe_text import badge_label, md
 
-from haytham.pipeline.gates import open_blocking
-from haytham.stages import Phase
+from haytham.pipeline.state import SessionState, gate_of, payload_of
+from haytham.stages import VERDICT_STAGE
 
-NO_GO = "verdict:NO-GO"
+GATE = VERDICT_STAGE.phase.gate  # the gate a NO-GO blocks
 STYLE = {
     "GO": ("green", ":material/rocket_launch:"),
     "NO-GO": ("red", ":material/block:"),
@@ -29,27 +29,29 @@ b = backend()
 sid = require_session(b)
 st.title("Verdict")
 show_flash()
-state = attempt(lambda: b.service.load_state(sid)) or {}
-summary = ((state.get("outputs") or {}).get("validation-summary") or {}).get("payload")
-if not summary:
+state = attempt(lambda: b.service.load_state(sid)) or SessionState()
+summary = payload_of(state.outputs, VERDICT_STAGE.slug)
+if summary is None:
     st.info(
         "No verdict yet: it comes from the validation summary, the last stage of the WHY phase."
     )
     link("run", "Watch the run", ":material/play_circle:")
     st.stop()
 
-verdict = summary.get("verdict") or "?"
+verdict = summary.verdict or "?"
 color, icon = STYLE.get(verdict, ("gray", ":material/help:"))
 # the verdict is decided by code (GO, NO-GO or PIVOT); anything else in the file is escaped
 st.badge(verdict if verdict in STYLE else badge_label(verdict), color=color, icon=icon)  # type: ignore[arg-type]
 st.markdown(
-    f"**Why:** {md(summary.get('verdict_reason') or '')} · **risk level:** "
-    f"{md(summary.get('risk_level') or 'unknown')}"
+    f"**Why:** {md(summary.verdict_reason or '')} · **risk level:** "
+    f"{md(summary.risk_level or 'unknown')}"
 )
-st.markdown(md(summary.get("executive_summary", "")))
+st.markdown(md(summary.executive_summary))
 
 st.subheader("Scorecard")
-dims = pd.DataFrame(summary.get("dimensions") or [], columns=["name", "score", "evidence"])
+dims = pd.DataFrame(
+    [d.model_dump() for d in summary.dimensions], columns=["name", "score", "evidence"]
+)
 st.dataframe(
     dims,
     hide_index=True,
@@ -66,26 +68,27 @@ if len(dims):
     )
 st.subheader("Knockout criteria")
 knock = pd.DataFrame(
-    summary.get("knockout_criteria") or [], columns=["criterion", "passed", "evidence"]
+    [k.model_dump() for k in summary.knockout_criteria],
+    columns=["criterion", "passed", "evidence"],
 )
 st.dataframe(knock, hide_index=True)
-for title, key in (("Next steps", "next_steps"), ("Pivot options", "pivot_options")):
-    items = summary.get(key) or []
+for title, items in (("Next steps", summary.next_steps), ("Pivot options", summary.pivot_options)):
     if items:
         st.markdown(f"**{title}**  \n" + "  \n".join(f"• {md(i)}" for i in items))
 
-if verdict == "NO-GO":
+blocker = VERDICT_STAGE.blocker(summary) if VERDICT_STAGE.blocker else None
+if blocker is not None:  # NO-GO: it blocks its gate until overridden with a reason
+    no_go = blocker[0]
     st.divider()
-    record = (state.get("gates") or {}).get("1") or {}
-    done = [o for o in record.get("overrides", []) if o.get("target") == NO_GO]
-    still_open = any(i.id == NO_GO for i in open_blocking(state, Phase.WHY))
-    waiting = state.get("status") == "waiting_gate_1" and not b.worker.is_running(sid)
+    done = [o for o in gate_of(state.gates, VERDICT_STAGE.phase).overrides if o.target == no_go]
+    still_open = any(i.id == no_go for i in b.service.blocking(state, GATE))
+    waiting = state.status.gate == GATE and not b.worker.is_running(sid)
     if done and not still_open:
         st.info(
-            f"You chose to proceed anyway: “{md(done[-1]['reason'])}”. Approve Gate 1 to continue.",
+            f"You chose to proceed anyway: “{md(done[-1].reason)}”. Approve Gate 1 to continue.",
             icon=":material/info:",
         )
-        link("gate_1", "Go to Gate 1", ":material/looks_one:")
+        link(f"gate_{GATE}", "Go to Gate 1", ":material/looks_one:")
     elif waiting:
         st.error(
             "The validation says NO-GO. The pipeline stops here unless you proceed anyway, "
@@ -100,8 +103,8 @@ if verdict == "NO-GO":
                 try:
                     b.service.decide(
                         sid,
-                        1,
-                        {"kind": "override", "target": NO_GO, "reason": reason},
+                        GATE,
+                        {"kind": "override", "target": no_go, "reason": reason},
                         continue_run=False,
                     )
                 except Exception as exc:
