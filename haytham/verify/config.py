@@ -17,10 +17,11 @@ from haytham.config import STRATEGIES, TIERS, Settings, Strategy, VerifySettings
 from haytham.errors import ConfigError
 from haytham.stages import STAGES, Phase
 
+_DEFAULTS = VerifySettings()  # the defaults are written once, in haytham.config
 DEFAULT_STRATEGIES: Mapping[Phase, Strategy] = MappingProxyType(
-    {Phase.WHY: "single", Phase.WHAT: "swarm", Phase.HOW: "single", Phase.STORIES: "swarm"}
+    {phase: getattr(_DEFAULTS, phase.value.lower()) for phase in Phase}
 )
-DEFAULT_MAX_REWORK_ROUNDS = 2
+DEFAULT_MAX_REWORK_ROUNDS = _DEFAULTS.max_rework_rounds
 ANCHOR_AGENT = "anchor-extraction"  # the runner's anchor agent (kept in sync by a test)
 
 # Swarm roles: (node name used by handoff_to_agent, agent-name suffix, prompt file).
@@ -64,10 +65,10 @@ class SwarmLimits:
     Hitting a limit ends the swarm FAILED, which becomes an ``inconclusive`` verification.
     """
 
-    max_handoffs: int = 6
-    max_iterations: int = 6
-    execution_timeout: float = 600.0
-    node_timeout: float = 240.0
+    max_handoffs: int = _DEFAULTS.swarm_max_handoffs
+    max_iterations: int = _DEFAULTS.swarm_max_handoffs
+    execution_timeout: float = _DEFAULTS.swarm_timeout
+    node_timeout: float = _DEFAULTS.swarm_node_timeout
     turns_per_node: int = 2  # model calls per node run: the answer plus one repair
 
     def __post_init__(self) -> None:
