@@ -3,14 +3,13 @@ deterministic post-validators (one embedding model per process, loaded on first 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from haytham.config import Settings
-from haytham.schemas.anchor import ConceptAnchor
+from haytham.pipeline.state import SessionState
 from haytham.service import Haytham
-from haytham.stages import BY_SLUG
-from haytham.validate import Embedder, Snapshot, ValidatorSettings, run_validators
+from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
 from haytham.verify.factory import make_verifier
 
 
@@ -25,22 +24,14 @@ class PostValidation:
         self.settings = settings or ValidatorSettings()
         self.embedder = Embedder() if self.settings.embeddings else None
 
-    def __call__(self, slug: str, state: Mapping[str, Any]) -> tuple[list[dict], dict]:
-        anchor = state.get("anchor")
+    def __call__(
+        self, slug: str, state: SessionState, tool_calls: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Finding], dict[str, float]]:
         snap = Snapshot(
-            idea=state.get("idea", ""),
-            anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-            outputs={
-                s: BY_SLUG[s].output_model.model_validate(raw)
-                for s, raw in (state.get("outputs") or {}).items()
-            },
-            tool_calls=state.get("tool_calls") or (),
+            idea=state.idea, anchor=state.anchor, outputs=state.outputs, tool_calls=tool_calls
         )
         report = run_validators(snap, stages={slug}, settings=self.settings, embedder=self.embedder)
-        return (
-            [f.model_dump(mode="json") for f in report.findings],
-            report.divergence.get(slug, {}),
-        )
+        return list(report.findings), report.divergence.get(slug, {})
 
 
 def make_service(settings: Settings) -> Haytham:

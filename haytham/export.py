@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from haytham.errors import InputError, StorageError
+from haytham.pipeline.state import SessionState, payload_of
 from haytham.render import render_stage
 from haytham.sanitize import spreadsheet_cell, terminal_safe
-from haytham.stages import STAGES
+from haytham.stages import STAGES, STORY_STAGE
 from haytham.store import write_synced
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear")
@@ -42,17 +43,18 @@ def json_text(data: Any) -> str:
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _overrides(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _overrides(state: SessionState) -> list[dict[str, Any]]:
     return [
-        {"gate": int(n), **o}
-        for n, g in sorted((state.get("gates") or {}).items())
-        for o in g.get("overrides", [])
+        {"gate": n, **o.model_dump(mode="json")}
+        for n, g in sorted(state.gates.items())
+        for o in g.overrides
     ]
 
 
-def to_json(state: Mapping[str, Any]) -> str:
+def to_json(state: SessionState) -> str:
+    dumped = state.dump()
     data = {
-        k: state.get(k)
+        k: dumped[k]
         for k in (
             "session_id",
             "status",
@@ -70,19 +72,22 @@ def to_json(state: Mapping[str, Any]) -> str:
     return json_text(data) + "\n"
 
 
-def to_markdown(state: Mapping[str, Any]) -> str:
+def to_markdown(state: SessionState) -> str:
     parts = [
-        f"# Haytham specification — {state.get('session_id', '')}",
+        f"# Haytham specification — {state.session_id or ''}",
         "",
         "## The idea",
         "",
-        state.get("idea", ""),
+        state.idea,
         "",
     ]
-    if state.get("anchor_text"):
-        parts += ["## Concept anchor", "", "```", state["anchor_text"], "```", ""]
-    outputs = state.get("outputs") or {}
-    parts += [render_stage(s, outputs[s.slug]) for s in STAGES if s.slug in outputs]
+    if state.anchor_text:
+        parts += ["## Concept anchor", "", "```", state.anchor_text, "```", ""]
+    parts += [
+        render_stage(s, state.outputs[s.slug].model_dump(mode="json"))
+        for s in STAGES
+        if s.slug in state.outputs
+    ]
     overrides = _overrides(state)
     if overrides:
         parts += ["## Overrides", ""]
@@ -91,17 +96,19 @@ def to_markdown(state: Mapping[str, Any]) -> str:
             + (" (auto)" if o.get("auto") else "")
             for o in overrides
         ]
-    for n, g in sorted((state.get("gates") or {}).items()):
-        if g.get("rework_stage"):
-            parts.append(f"- Gate {n} rework of {g['rework_stage']}: {g.get('feedback', '')}")
+    for n, g in sorted(state.gates.items()):
+        if g.rework_stage:
+            parts.append(f"- Gate {n} rework of {g.rework_stage}: {g.feedback}")
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 
-def stories(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    payload = ((state.get("outputs") or {}).get("story-generation") or {}).get("payload") or {}
-    by_id = {s["id"]: s for s in payload.get("stories", [])}
-    order = payload.get("order") or list(by_id)
-    return [by_id[i] for i in order if i in by_id]
+def stories(state: SessionState) -> list[dict[str, Any]]:
+    """The stories in their computed order, as plain data."""
+    payload = payload_of(state.outputs, STORY_STAGE.slug)
+    if payload is None:
+        return []
+    by_id = {s.id: s.model_dump(mode="json") for s in payload.stories}
+    return [by_id[i] for i in payload.order or list(by_id) if i in by_id]
 
 
 def _csv(rows: list[dict[str, Any]], fields: list[str]) -> str:
@@ -116,7 +123,7 @@ def _criteria(story: Mapping[str, Any]) -> str:
     return "\n".join(f"- {c}" for c in story.get("acceptance_criteria", []))
 
 
-def to_csv(state: Mapping[str, Any], flavour: str = "csv") -> str:
+def to_csv(state: SessionState, flavour: str = "csv") -> str:
     items = stories(state)
     if not items:
         raise InputError("This session has no stories yet; export markdown or json instead.")
@@ -187,7 +194,7 @@ def to_csv(state: Mapping[str, Any], flavour: str = "csv") -> str:
     )
 
 
-def export(state: Mapping[str, Any], fmt: str) -> str:
+def export(state: SessionState, fmt: str) -> str:
     if fmt not in FORMATS:
         raise InputError(f"Export format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     if fmt == "markdown":

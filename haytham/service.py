@@ -22,18 +22,18 @@ from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
-from haytham.pipeline.graph import GATES, build_application
+from haytham.pipeline.graph import build_application, gate_name
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import PostValidator, StageRunner
+from haytham.pipeline.state import SessionState
 from haytham.render import render_stage
-from haytham.schemas.anchor import ConceptAnchor
 from haytham.session_state import (
-    _load_state,
-    _load_state_seq,
-    _position_before,
-    _save_state,
     cleared_state,
     ensure_state,
+    load_state,
+    load_state_seq,
+    position_before,
+    save_state,
     storage_errors,
 )
 from haytham.stages import Phase, get_stage
@@ -138,19 +138,18 @@ class Haytham:
                 verifier,
                 app_id=files.session_id,
                 tracking_dir=tracking,
-                initial_state={
-                    "idea": source.read_text("idea.md").strip(),
-                    "appetite": meta.get("appetite"),
-                    "session_id": files.session_id,
-                },
+                initial_state=SessionState(
+                    idea=source.read_text("idea.md").strip(),
+                    appetite=meta.get("appetite"),
+                    session_id=files.session_id,
+                ),
                 fork_from=fork_from.session_id if fork_from else None,
                 fork_db=str(fork_from.state_db) if fork_from else None,
             )
 
-    def load_state(self, session_id: str) -> dict[str, Any]:
+    def load_state(self, session_id: str) -> SessionState:
         """The latest persisted state without building the application (cheap, read-only)."""
-        files = self.store.open(session_id)
-        return _load_state(files)
+        return load_state(self.store.open(session_id))
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -169,36 +168,37 @@ class Haytham:
         self, files: SessionFiles, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
         messages: list[str] = []
+        gates = {gate_name(p): p.gate for p in Phase}
         while True:
             nxt = app.get_next_action()
+            state = SessionState.of(app.state)
             if nxt is None:
-                state = app.state.get_all()
-                return Outcome(files.session_id, state["status"], messages=messages)
-            if nxt.name in GATES:
-                gate = int(nxt.name.split("_")[1])
+                return Outcome(files.session_id, state.status, messages=messages)
+            if nxt.name in gates:
+                gate = gates[nxt.name]
                 if not auto_approve or (until is not None and gate >= until):
                     return Outcome(
                         files.session_id,
-                        app.state["status"],
+                        state.status,
                         gate=gate,
                         next_action=nxt.name,
                         messages=messages,
                     )
-                for command in self._auto_commands(app.state.get_all(), gate):
+                for command in self._auto_commands(state, gate):
                     with storage_errors(files):
                         app.step(inputs={"command": command})
                     files.append_event("gate_command", None, gate=gate, **command)
                 messages.append(f"gate {gate} auto-approved")
                 continue
             with storage_errors(files):
-                app.run(halt_before=GATES, halt_after=["end"])
+                app.run(halt_before=list(gates), halt_after=["end"])
 
     @staticmethod
-    def _auto_commands(state: Mapping[str, Any], gate: int) -> list[dict[str, Any]]:
+    def _auto_commands(state: SessionState, gate: int) -> list[dict[str, Any]]:
         phase = phase_for_gate(gate)
         commands: list[dict[str, Any]] = []
-        if phase is Phase.WHY and state.get("anchor"):
-            pending = ConceptAnchor.model_validate(state["anchor"]).open_ambiguities()
+        if phase is Phase.WHY and state.anchor is not None:
+            pending = state.anchor.open_ambiguities()
             if pending:
                 commands.append(
                     {
@@ -222,22 +222,22 @@ class Haytham:
             app = self._app(files)
             nxt = app.get_next_action()
             here = nxt.name if nxt else "the end"
-            if here != f"gate_{gate}":
+            if here != gate_name(phase):
                 raise GateError(
                     f"Session {session_id} is not waiting at Gate {gate} (next step: {here})."
                 )
-            apply_command(app.state.get_all(), phase, command)  # raises, changes nothing
+            apply_command(SessionState.of(app.state), phase, command)  # raises; changes nothing
             with storage_errors(files):
                 app.step(inputs={"command": command})
             files.append_event("gate_command", None, gate=gate, **_public(command))
             moved = app.get_next_action()
-            if continue_run and moved is not None and moved.name != f"gate_{gate}":
+            if continue_run and moved is not None and moved.name != gate_name(phase):
                 check_provider(self.settings)
                 return self._advance(files, app, until=None, auto_approve=False)
             return Outcome(
                 session_id,
-                app.state["status"],
-                gate=gate if moved and moved.name == f"gate_{gate}" else None,
+                SessionState.of(app.state).status,
+                gate=gate if moved and moved.name == gate_name(phase) else None,
                 next_action=moved.name if moved else None,
             )
 
@@ -262,19 +262,19 @@ class Haytham:
     # -- reading ---------------------------------------------------------------------------------
     def status(self, session_id: str) -> dict[str, Any]:
         files = self.store.open(session_id)
-        return session_status(files, _load_state(files))
+        return session_status(files, load_state(files))
 
     def show(self, session_id: str, stage: str) -> str:
         state = self.load_state(session_id)
         if stage == "anchor":
-            if not state.get("anchor_text"):
+            if not state.anchor_text:
                 raise InputError(f"Session {session_id} has no concept anchor yet.")
-            return state["anchor_text"]
+            return state.anchor_text
         spec = get_stage(stage)
-        output = (state.get("outputs") or {}).get(spec.slug)
+        output = state.outputs.get(spec.slug)
         if output is None:
             raise InputError(f"Stage {spec.slug} has not run in session {session_id}.")
-        return render_stage(spec, output)
+        return render_stage(spec, output.model_dump(mode="json"))
 
     def export(self, session_id: str, fmt: str) -> str:
         return export(self.load_state(session_id), fmt)
@@ -286,14 +286,14 @@ class Haytham:
         files = self.store.open(session_id)
         with files.lock():
             ensure_state(files)
-            state, seq = _load_state_seq(files)
+            state, seq = load_state_seq(files)
             new = cleared_state(state, spec.number)
-            position = _position_before(spec.number)
+            position = position_before(spec.number)
             with storage_errors(files):
-                _save_state(files, seq + 1, position, new)
+                save_state(files, seq + 1, position, new)
             files.append_event("cleared_from", slug)
             Projector(files).project(new, position=position, sequence_id=seq + 1)
-        return Outcome(session_id, new["status"], next_action=spec.action)
+        return Outcome(session_id, new.status, next_action=spec.action)
 
     def fork(self, session_id: str, slug: str, new_id: str | None = None) -> str:
         """A new session holding this one's work before ``slug``; it continues at ``slug``.
@@ -304,7 +304,7 @@ class Haytham:
         spec = get_stage(slug)
         source = self.store.open(session_id)
         with source.lock():
-            state, seq = _load_state_seq(source)
+            state, seq = load_state_seq(source)
         idea = source.read_text("idea.md").strip()
         sid = validate_session_id(new_id) if new_id else new_session_id(idea)
         files = self.store.create(sid)
@@ -319,10 +319,10 @@ class Haytham:
                 "forked_from": {"session_id": session_id, "sequence_id": seq, "stage": slug},
             },
         )
-        new = cleared_state({**state, "session_id": sid}, spec.number)
-        position = _position_before(spec.number)
+        new = cleared_state(state.model_copy(update={"session_id": sid}), spec.number)
+        position = position_before(spec.number)
         with storage_errors(files):
-            _save_state(files, 0, position, new)
+            save_state(files, 0, position, new)
         files.append_event("forked", None, source=session_id, sequence_id=seq, from_stage=slug)
         Projector(files).project(new, position=position, sequence_id=0)
         return sid

@@ -11,58 +11,44 @@ import contextlib
 import errno
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from burr.core import State
-from burr.core.persistence import SQLitePersister
 
 from haytham.errors import SessionCorrupt, StorageError
-from haytham.pipeline import actions
-from haytham.pipeline.graph import GATES, PARTITION, verify_name
+from haytham.pipeline.graph import PARTITION, edges, gate_name, persister
 from haytham.pipeline.projection import SNAPSHOT
-from haytham.stages import STAGES, Phase, get_stage
+from haytham.pipeline.state import RunStatus, SessionState
+from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
 from haytham.store import (
     SessionFiles,
     storage_error,
 )
 
 
-def _persister(files: SessionFiles) -> SQLitePersister:
-    persister = SQLitePersister(
-        db_path=str(files.state_db),
-        table_name="burr_state",
-        connect_kwargs={"check_same_thread": False},
-    )
-    persister.initialize()
-    return persister
-
-
-def _save_state(
+def save_state(
     files: SessionFiles,
     seq: int,
     position: str,
-    state: Mapping[str, Any],
+    state: SessionState,
     status: str = "completed",
 ) -> None:
-    clean = {k: v for k, v in state.items() if not k.startswith("__")}
-    _persister(files).save(PARTITION, files.session_id, seq, position, State(clean), status)
+    saver = persister(str(files.state_db))
+    saver.save(PARTITION, files.session_id, seq, position, State(state.fields()), status)
 
 
 # Every step the graph can stand at; a snapshot naming anything else is not trusted.
-_POSITIONS = frozenset(
-    {"start", "anchor_extraction", "end", *(s.action for s in STAGES), *GATES}
-    | {verify_name(p) for p in Phase}
-)
+_POSITIONS = frozenset(name for edge in edges() for name in edge[:2])
 
 
 @dataclass(frozen=True)
 class Recovered:
     """A state found outside this session's ``state.db`` rows, and why it was needed."""
 
-    state: dict[str, Any]
+    state: SessionState
     position: str
     sequence_id: int
     reason: str
@@ -72,7 +58,7 @@ class Recovered:
 @dataclass(frozen=True)
 class _Row:
     app_id: str
-    state: dict[str, Any]
+    state: SessionState
     position: str
     sequence_id: int
     status: str
@@ -112,13 +98,13 @@ def _latest_row(files: SessionFiles, *, other_than: str | None = None) -> _Row |
             conn.close()
         if row is None:
             return None
-        state = State.deserialize(json.loads(row[2])).get_all()
+        state = SessionState.of(State.deserialize(json.loads(row[2])))
         return _Row(str(row[0]), state, str(row[1]), int(row[3]), str(row[4]))
     except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
         raise SessionCorrupt(str(path), str(exc)) from None
 
 
-def _db_state(files: SessionFiles) -> tuple[dict[str, Any], int] | None:
+def _db_state(files: SessionFiles) -> tuple[SessionState, int] | None:
     row = _latest_row(files)
     return (row.state, row.sequence_id) if row else None
 
@@ -158,7 +144,9 @@ def recover_state(files: SessionFiles) -> Recovered | None:
                 if current is None
                 else "state.db is older than the session files"
             )
-            state = {**snap["state"], "session_id": files.session_id}
+            state = _snapshot_state(files, snap["state"])
+            if state is None:
+                return None
             return Recovered(state, str(snap["position"]), max(seq, 0), why)
         return None
     if current is not None:
@@ -166,9 +154,17 @@ def recover_state(files: SessionFiles) -> Recovered | None:
     other = _latest_row(files, other_than=files.session_id)
     if other is None:
         return None
-    state = {**other.state, "session_id": files.session_id}
+    state = other.state.model_copy(update={"session_id": files.session_id})
     why = f"state.db holds the state of session {other.app_id} (the folder was copied)"
     return Recovered(state, other.position, other.sequence_id, why, other.status)
+
+
+def _snapshot_state(files: SessionFiles, raw: dict[str, Any]) -> SessionState | None:
+    """The typed state of a snapshot under this session's id; ``None`` if it does not fit."""
+    try:
+        return SessionState.of({**raw, "session_id": files.session_id})
+    except ValueError:
+        return None
 
 
 def _has_stage_files(files: SessionFiles) -> bool:
@@ -195,14 +191,14 @@ def ensure_state(files: SessionFiles) -> None:
     found = recover_state(files)
     if found is not None:
         with storage_errors(files):
-            _save_state(files, found.sequence_id, found.position, found.state, found.status)
+            save_state(files, found.sequence_id, found.position, found.state, found.status)
         files.append_event("state_rebuilt", None, reason=found.reason, position=found.position)
         return
     if _latest_row(files) is None:
         _refuse_without_state(files)
 
 
-def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
+def load_state_seq(files: SessionFiles) -> tuple[SessionState, int]:
     """The latest persisted state: ``state.db``, or what :func:`recover_state` finds (read-only:
     nothing is written here; a writing command rebuilds the database with :func:`ensure_state`).
 
@@ -216,12 +212,11 @@ def _load_state_seq(files: SessionFiles) -> tuple[dict[str, Any], int]:
         return loaded
     _refuse_without_state(files)
     meta = files.read_json("session.json", default={}) or {}
-    return {
-        **actions.INITIAL_STATE,
-        "idea": files.read_text("idea.md").strip(),
-        "appetite": meta.get("appetite"),
-        "session_id": files.session_id,
-    }, -1
+    return SessionState(
+        idea=files.read_text("idea.md").strip(),
+        appetite=meta.get("appetite"),
+        session_id=files.session_id,
+    ), -1
 
 
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
@@ -260,41 +255,42 @@ def storage_errors(files: SessionFiles) -> Iterator[None]:
         raise storage_error(where, exc) from None
 
 
-def _load_state(files: SessionFiles) -> dict[str, Any]:
-    return _load_state_seq(files)[0]
+def load_state(files: SessionFiles) -> SessionState:
+    return load_state_seq(files)[0]
 
 
-def cleared_state(state: Mapping[str, Any], number: int) -> dict[str, Any]:
+def cleared_state(state: SessionState, number: int) -> SessionState:
     """``state`` without stage ``number`` and everything after it (gates reopened)."""
     keep = {s.slug for s in STAGES if s.number < number}
-    new = dict(state)
-    for key in ("outputs", "stage_meta", "validations", "reviews", "divergence"):
-        new[key] = {k: v for k, v in (state.get(key) or {}).items() if k in keep}
-    new["review_log"] = [r for r in state.get("review_log") or [] if r.get("stage") in keep]
-    first_phase = next(s.phase for s in STAGES if s.number == number)
+    first_phase = STAGES[number - 1].phase
     live = {p.value for p in Phase if p.gate < first_phase.gate}
-    new["gates"] = {
-        k: v for k, v in (state.get("gates") or {}).items() if int(k) < first_phase.gate
+    prev = STAGES[number - 2] if number > 1 else None
+    update: dict[str, Any] = {
+        "outputs": {k: v for k, v in state.outputs.items() if k in keep},
+        "stage_meta": {k: v for k, v in state.stage_meta.items() if k in keep},
+        "validations": {k: v for k, v in state.validations.items() if k in keep},
+        "reviews": {k: v for k, v in state.reviews.items() if k in keep},
+        "divergence": {k: v for k, v in state.divergence.items() if k in keep},
+        "review_log": [r for r in state.review_log if r.stage in keep],
+        "gates": {k: v for k, v in state.gates.items() if k < first_phase.gate},
+        "verifications": {k: v for k, v in state.verifications.items() if k in live},
+        "rework": {k: v for k, v in state.rework.items() if k in live},
+        "status": RunStatus.RUNNING,
+        # the first stage of a phase is entered through the previous gate
+        "route": STAGES[number - 1].action
+        if prev is not None and prev.phase is not first_phase
+        else None,
     }
-    new["verifications"] = {
-        k: v for k, v in (state.get("verifications") or {}).items() if k in live
-    }
-    new["rework"] = {k: v for k, v in (state.get("rework") or {}).items() if k in live}
-    if number == 1:
-        new["anchor"], new["anchor_text"] = None, ""
-    new["constraints"] = actions.constraints_of(new)
-    new["status"], new["route"] = "running", None
-    if number > 1:
-        prev = STAGES[number - 2]
-        if prev.phase is not first_phase:  # first stage of a phase: enter through its gate
-            new["route"] = get_stage(STAGES[number - 1].slug).action
-    return new
+    if STAGES[number - 1].number <= ANCHOR_SOURCE.number:
+        update |= {"anchor": None, "anchor_text": ""}
+    return state.model_copy(update=update)
 
 
-def _position_before(number: int) -> str:
+def position_before(number: int) -> str:
+    """The step a session cleared from stage ``number`` stands at."""
     if number == 1:
         return "start"
-    if number == 2:
-        return "anchor_extraction"
     prev, spec = STAGES[number - 2], STAGES[number - 1]
-    return f"gate_{prev.phase.gate}" if prev.phase is not spec.phase else prev.action
+    if prev is ANCHOR_SOURCE:
+        return ANCHOR_ACTION
+    return gate_name(prev.phase) if prev.phase is not spec.phase else prev.action

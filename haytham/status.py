@@ -9,8 +9,8 @@ from typing import Any
 from haytham.errors import HaythamError, SessionCorrupt
 from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
 from haytham.pipeline.projection import summarize
-from haytham.schemas.anchor import ConceptAnchor
-from haytham.stages import STAGES
+from haytham.pipeline.state import RunStatus, SessionState, payload_of
+from haytham.stages import STAGES, VERDICT_STAGE
 from haytham.store import SCHEMA_VERSION, SessionFiles
 
 
@@ -55,64 +55,60 @@ def last_error(events: list[dict[str, Any]]) -> str | None:
     return f"{error[0]}: {error[1]}" if error else None
 
 
-def standing(status: str, busy: bool, error: str | None) -> str:
+def standing(status: RunStatus, busy: bool, error: str | None) -> str:
     """One word for where a session stands: running, waiting, failed, done or stopped."""
     if busy:
         return "running"
-    if status.startswith("waiting_gate_"):
+    if status.gate is not None:
         return "waiting"
-    if status in ("done", "rejected"):
-        return status
+    if status.finished:
+        return status.value
     return "failed" if error else "stopped"
 
 
-def session_status(files: SessionFiles, state: dict[str, Any]) -> dict[str, Any]:
+def session_status(files: SessionFiles, state: SessionState) -> dict[str, Any]:
     try:
         events, unreadable = files.events(), []
     except SessionCorrupt as exc:  # the audit log is damaged; the state still answers
         events, unreadable = [], [str(exc)]
-    status = state.get("status", "running")
-    gate = int(status.rsplit("_", 1)[1]) if status.startswith("waiting_gate_") else None
+    gate = state.status.gate
+    dumped = state.dump()
+    verdict = payload_of(state.outputs, VERDICT_STAGE.slug)
     out: dict[str, Any] = {
         "session_id": files.session_id,
-        "idea": (state.get("idea") or "")[:200],
-        "status": status,
+        "idea": state.idea[:200],
+        "status": state.status.value,
         "gate": gate,
         "summary": summarize(events, state, busy=files.is_busy()),
-        "gates": state.get("gates") or {},
-        "verdict": ((state.get("outputs") or {}).get("validation-summary") or {})
-        .get("payload", {})
-        .get("verdict"),
+        "gates": dumped["gates"],
+        "verdict": verdict.verdict if verdict is not None else None,
         "last_error": last_error(events),
-        "state": standing(status, files.is_busy(), last_error(events)),
+        "state": standing(state.status, files.is_busy(), last_error(events)),
         "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
         "ungrounded": [],  # invariants whose source quote is not in the idea
         "stale": [],  # stages that ran with an anchor value the reviewer has since changed
         "blocking": [],
         "overrides": [
-            {"gate": int(n), **o}
-            for n, g in sorted((state.get("gates") or {}).items())
-            for o in g.get("overrides", [])
+            {"gate": n, **o.model_dump(mode="json")}
+            for n, g in sorted(state.gates.items())
+            for o in g.overrides
         ],
     }
-    if state.get("anchor"):
-        try:
-            anchor = ConceptAnchor.model_validate(state["anchor"])
-            out["open_ambiguities"] = [
-                {
-                    "invariant": i.property,
-                    "confidence": i.confidence,
-                    "ambiguity": i.ambiguity,
-                    "options": i.clarification_options,
-                    "grounded": i.grounded,
-                }
-                for i in anchor.open_ambiguities()
-            ]
-            out["ungrounded"] = [i.property for i in anchor.invariants if i.grounded is False]
-            out["stale"] = stale_stages(state)
-        except ValueError as exc:
-            out["broken_files"].append(f"concept anchor in state: {exc}")
+    anchor = state.anchor
+    if anchor is not None:
+        out["open_ambiguities"] = [
+            {
+                "invariant": i.property,
+                "confidence": i.confidence,
+                "ambiguity": i.ambiguity,
+                "options": i.clarification_options,
+                "grounded": i.grounded,
+            }
+            for i in anchor.open_ambiguities()
+        ]
+        out["ungrounded"] = [i.property for i in anchor.invariants if i.grounded is False]
+        out["stale"] = stale_stages(state)
     if gate is not None:
         with contextlib.suppress(HaythamError):
             out["blocking"] = [

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from burr.core.persistence import SQLitePersister
 from strands.models import Model
 from strands.types.content import Messages
 from strands.types.exceptions import ModelThrottledException
 
 import haytham.models.factory as factory
-from haytham.pipeline.graph import PARTITION
+from haytham.pipeline.graph import PARTITION, persister
+from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES
 
 EXCEPTION_KINDS = ("timeout", "throttle", "server_error", "connection_refused", "client_error")
@@ -224,12 +224,11 @@ def started(root: Path) -> Counter[str]:
 
 
 def load_state(root: Path) -> dict[str, Any]:
-    """The latest Burr state of the session at ``root``, read straight from ``state.db``."""
-    persister = SQLitePersister(db_path=str(root / "state.db"), table_name="burr_state")
-    persister.initialize()
-    loaded = persister.load(PARTITION, root.name)
+    """The latest Burr state of the session at ``root``, read straight from ``state.db``, as
+    JSON (what the session files mirror)."""
+    loaded = persister(str(root / "state.db")).load(PARTITION, root.name)
     assert loaded is not None, f"no persisted state in {root}"
-    return loaded["state"].get_all()
+    return SessionState.of(loaded["state"]).dump()
 
 
 def assert_consistent(root: Path) -> dict[str, Any]:

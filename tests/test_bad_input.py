@@ -72,6 +72,6 @@ def test_injected_instructions_are_quoted_data_and_cannot_set_the_verdict(tmp_pa
             start, end = body.index("<<<IDEA"), body.rindex("IDEA>>>")
             assert "Ignore previous instructions" in body[start:end]
             assert body.count("IDEA>>>") == 1  # the forged closing marker was neutralised
-    summary = state["outputs"]["validation-summary"]["payload"]
-    assert summary["verdict"] in {"GO", "NO-GO", "PIVOT"}
-    assert summary["verdict_reason"].startswith(("mean score", "knockout"))
+    summary = state.outputs["validation-summary"].payload
+    assert summary.verdict in {"GO", "NO-GO", "PIVOT"}
+    assert summary.verdict_reason.startswith(("mean score", "knockout"))

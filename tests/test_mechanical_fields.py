@@ -212,14 +212,14 @@ def test_a_weak_models_repeated_scope_ids_no_longer_stop_the_run(tmp_path, monke
         outcome = svc.run(sid, auto_approve=True, until=2)
         state = svc.load_state(sid)
     assert outcome.gate == 2
-    scope = state["outputs"]["mvp-scope"]["payload"]
-    ids = [i["id"] for i in scope["in_scope"] + scope["out_of_scope"]]
+    scope = state.outputs["mvp-scope"].payload
+    ids = [i.id for i in scope.in_scope + scope.out_of_scope]
     assert len(set(ids)) == len(ids) == 12 and "SCOPE-4" in ids
-    assert state["stage_meta"]["mvp-scope"]["status"] == "completed"
+    assert state.stage_meta["mvp-scope"].status == "completed"
     capability_prompt = next(p["text"] for p in prompts if p["agent"] == "capability-model")
     assert "## Ids you may reference" in capability_prompt
-    first = scope["in_scope"][0]
-    assert f"{first['id']} ({first['title']})" in capability_prompt
+    first = scope.in_scope[0]
+    assert f"{first.id} ({first.title})" in capability_prompt
 
 
 def test_an_answer_invalid_after_the_repair_turn_lands_for_review_and_blocks_its_gate(tmp_path):

@@ -98,11 +98,12 @@ def test_the_anchor_is_extracted_from_the_idea_and_stage_1s_whole_output(tmp_pat
     with make_service(replay_settings(tmp_path)) as svc:
         sid = svc.create_session(POWER8_IDEA)
         svc.run(sid, until=1)
-        analysis = svc.load_state(sid)["outputs"]["idea-analysis"]
+        analysis = svc.load_state(sid).outputs["idea-analysis"]
     (call,) = [p for p in prompts if p["agent"] == "anchor-extraction"]
-    assert "<<<IDEA" in call["text"] and analysis["tldr"] in call["text"]
-    assert analysis["content"].strip() in call["text"]  # the prose, not only the TL;DR
-    assert json.dumps(analysis["payload"]["solution_concept"], ensure_ascii=False) in call["text"]
+    assert "<<<IDEA" in call["text"] and analysis.tldr in call["text"]
+    assert analysis.content.strip() in call["text"]  # the prose, not only the TL;DR
+    concept = analysis.model_dump(mode="json")["payload"]["solution_concept"]
+    assert json.dumps(concept, ensure_ascii=False) in call["text"]
 
 
 def test_every_stage_prompt_carries_the_full_anchor(tmp_path, monkeypatch):
@@ -114,7 +115,7 @@ def test_every_stage_prompt_carries_the_full_anchor(tmp_path, monkeypatch):
         state = svc.load_state(sid)
     stage_calls = [p for p in prompts if p["agent"] in {s.slug for s in STAGES[1:]}]
     assert {p["agent"] for p in stage_calls} == {s.slug for s in STAGES[1:]}
-    final_anchor = state["anchor_text"]
+    final_anchor = state.anchor_text
     for call in stage_calls:
         assert "CONCEPT ANCHOR" in call["text"]
         start = call["text"].index("CONCEPT ANCHOR")
@@ -144,8 +145,8 @@ def test_stories_over_appetite_are_reasked_once_with_the_bound(tmp_path, monkeyp
     with svc:
         svc.run(sid, auto_approve=True)
         state = svc.load_state(sid)
-    stories = state["outputs"]["story-generation"]["payload"]["stories"]
-    assert len(stories) == 8 and state["status"] == "done"
+    stories = state.outputs["story-generation"].payload.stories
+    assert len(stories) == 8 and state.status == "done"
     calls = [p for p in prompts if p["agent"] == "story-generation"]
     assert len(calls) == 2
     assert "at most 8 stories" in calls[0]["text"]

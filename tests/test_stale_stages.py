@@ -6,7 +6,6 @@ from pipeline_helpers import POWER8_IDEA, replay_settings
 
 from haytham.app import make_service
 from haytham.pipeline.gates import stale_stages
-from haytham.schemas.anchor import ConceptAnchor
 
 WHY_AFTER_ANCHOR = ["market-context", "risk-assessment", "validation-summary"]
 
@@ -18,8 +17,8 @@ def test_a_changed_value_makes_the_stages_that_used_the_old_anchor_stale(tmp_pat
         state = svc.load_state(sid)
         assert stale_stages(state) == []
         # stage 1 ran before the anchor existed: it never records a digest
-        assert "anchor" not in state["stage_meta"]["idea-analysis"]
-        anchor = ConceptAnchor.model_validate(state["anchor"])
+        assert state.stage_meta["idea-analysis"].anchor is None
+        anchor = state.anchor
         medium = anchor.invariant("session_medium")
         second = medium.clarification_options[1]
         assert second != medium.value
@@ -32,9 +31,7 @@ def test_a_changed_value_makes_the_stages_that_used_the_old_anchor_stale(tmp_pat
         svc.run(sid)
         state = svc.load_state(sid)
         assert stale_stages(state) == []
-        assert ConceptAnchor.model_validate(state["anchor"]).invariant("session_medium").value == (
-            second
-        )
+        assert state.anchor.invariant("session_medium").value == second
 
 
 def test_confidence_and_flags_alone_do_not_make_stages_stale(tmp_path) -> None:
@@ -42,7 +39,7 @@ def test_confidence_and_flags_alone_do_not_make_stages_stale(tmp_path) -> None:
         sid = svc.create_session(POWER8_IDEA)
         svc.run(sid)
         state = svc.load_state(sid)
-        anchor = ConceptAnchor.model_validate(state["anchor"])
+        anchor = state.anchor
         same = anchor.model_copy(
             update={
                 "invariants": [
@@ -54,9 +51,7 @@ def test_confidence_and_flags_alone_do_not_make_stages_stale(tmp_path) -> None:
         assert same.digest() == anchor.digest()
         edited = anchor.edit_value("group_structure", "6 per session")
         assert edited.digest() != anchor.digest()
-        assert stale_stages({**state, "anchor": edited.model_dump(mode="json")}) == (
-            WHY_AFTER_ANCHOR
-        )
+        assert stale_stages(state.model_copy(update={"anchor": edited})) == WHY_AFTER_ANCHOR
 
 
 def test_status_names_stale_stages_and_how_to_redo_them(tmp_path, capsys) -> None:

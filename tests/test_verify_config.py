@@ -11,10 +11,8 @@ from verify_helpers import CLEAN, calls_by_agent, events, service, write_lines
 from haytham.config import Settings, load_settings
 from haytham.errors import ConfigError
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline import runner
 from haytham.stages import STAGES, Phase
 from haytham.store import SessionStore
-from haytham.verify import config as cfg
 from haytham.verify.config import SwarmLimits, VerifyConfig
 from haytham.verify.factory import make_verifier
 
@@ -30,7 +28,6 @@ def test_defaults_follow_adr_022():
         "verifier-what-consistency-validator",
         "verifier-what-coordinator",
     )
-    assert cfg.ANCHOR_AGENT == runner.ANCHOR_AGENT
 
 
 def test_environment_overrides_and_bad_values():

@@ -13,6 +13,8 @@ from verify_helpers import CLEAN, RECEIVING, events, service
 from haytham.errors import ProviderError
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline.runner import StageRunner
+from haytham.pipeline.state import SessionState
+from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG
 from haytham.store import SessionStore
 from haytham.verify.receiving import (
@@ -36,11 +38,19 @@ def _output(slug: str) -> dict[str, Any]:
     )
 
 
-STATE = {
-    "idea": POWER8_IDEA,
-    "anchor_text": "CONCEPT ANCHOR (test)",
-    "outputs": {s: _output(s) for s in ("mvp-scope", "capability-model", "architecture-decisions")},
-}
+STATE = SessionState.of(
+    {
+        "idea": POWER8_IDEA,
+        "anchor_text": "CONCEPT ANCHOR (test)",
+        "outputs": {
+            s: _output(s) for s in ("mvp-scope", "capability-model", "architecture-decisions")
+        },
+    }
+)
+
+
+def _json(output: StageOutput) -> dict[str, Any]:
+    return output.model_dump(mode="json")
 
 
 class FakeAsk:
@@ -99,7 +109,7 @@ def test_still_rejected_items_pass_through_after_the_retry_cap_appended_in_order
         ["SCOPE-2", "SCOPE-4"],
     ]  # only revised
     assert ask.revised == ["SCOPE-2", "SCOPE-4"] * MAX_VALIDATION_RETRIES
-    items = got.changed["mvp-scope"]["payload"]["in_scope"]
+    items = _json(got.changed["mvp-scope"])["payload"]["in_scope"]
     assert [i["id"] for i in items] == [
         "SCOPE-1",
         "SCOPE-3",
@@ -131,7 +141,7 @@ def test_revised_items_that_pass_keep_their_place(tmp_path):
     receiver, _ = _receiver(tmp_path, ask)
     got = receiver.receive(BY_SLUG["capability-model"], STATE)
     assert ask.validated[1:] == [["SCOPE-2", "SCOPE-4"], ["SCOPE-4"]]
-    items = got.changed["mvp-scope"]["payload"]["in_scope"]
+    items = _json(got.changed["mvp-scope"])["payload"]["in_scope"]
     assert [i["id"] for i in items] == [f"SCOPE-{n}" for n in range(1, 7)]
     assert not any(WARNINGS_KEY in i for i in items)
     assert items[1]["description"].endswith("(revised)")
@@ -147,7 +157,7 @@ def test_a_failing_validator_accepts_everything_and_logs_it(tmp_path, caplog):
     receiver, files = _receiver(tmp_path, ask)
     with caplog.at_level(logging.WARNING, logger="haytham.verify.receiving"):
         got = receiver.receive(BY_SLUG["build-buy-analysis"], STATE)
-    assert got.changed == {} and got.outputs == STATE["outputs"]
+    assert got.changed == {} and got.outputs == STATE.outputs
     assert got.quality_flags == {
         "items_produced": 11,
         "validation_rejections": 0,
@@ -165,7 +175,7 @@ def test_a_failing_revalidation_accepts_the_revised_items(tmp_path):
     )
     receiver, _ = _receiver(tmp_path, ask)
     got = receiver.receive(BY_SLUG["capability-model"], STATE)
-    items = got.changed["mvp-scope"]["payload"]["in_scope"]
+    items = _json(got.changed["mvp-scope"])["payload"]["in_scope"]
     assert [i["id"] for i in items] == [f"SCOPE-{n}" for n in range(1, 7)]
     assert items[2]["description"].endswith("(revised)") and WARNINGS_KEY not in items[2]
     assert got.quality_flags["validation_retries"] == 1
@@ -176,16 +186,16 @@ def test_a_failing_reviser_keeps_the_item_and_the_cap_still_holds(tmp_path):
     receiver, files = _receiver(tmp_path, ask)
     got = receiver.receive(BY_SLUG["story-generation"], STATE)
     assert len(ask.validated) == 1 and ask.revised == ["DEC-RT-001"] * 2
-    decisions = got.changed["architecture-decisions"]["payload"]["decisions"]
+    decisions = _json(got.changed["architecture-decisions"])["payload"]["decisions"]
     assert decisions[-1]["id"] == "DEC-RT-001"
     assert decisions[-1][WARNINGS_KEY] == ["Rejected after 2 retries: fix DEC-RT-001"]
     original = next(
         d
-        for d in STATE["outputs"]["architecture-decisions"]["payload"]["decisions"]
+        for d in _json(STATE.outputs["architecture-decisions"])["payload"]["decisions"]
         if d["id"] == "DEC-RT-001"
     )
     assert {k: v for k, v in decisions[-1].items() if k != WARNINGS_KEY} == original
-    coverage = got.changed["architecture-decisions"]["payload"]["coverage"]
+    coverage = _json(got.changed["architecture-decisions"])["payload"]["coverage"]
     assert coverage["uncovered"] == []  # computed fields re-derived after the change
     assert "capability-model" not in got.changed  # its items were all accepted
     assert [e["data"]["ok"] for e in _events(files, "input_revision")] == [False, False]
@@ -222,7 +232,7 @@ def test_through_the_pipeline_a_rejected_scope_item_is_revised_and_accounted(tmp
         state = svc.load_state(sid)
     root = tmp_path / "sessions" / sid
     flags = {"items_produced": 6, "validation_rejections": 1, "validation_retries": 1}
-    assert state["stage_meta"]["capability-model"]["quality_flags"] == flags
+    assert state.stage_meta["capability-model"].quality_flags == flags
     done = [e for e in events(root, "stage_completed") if e["stage"] == "capability-model"]
     assert done[0]["data"]["quality_flags"] == flags
     scope = json.loads((root / "stages" / "05-mvp-scope" / "output.json").read_text())

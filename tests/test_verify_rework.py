@@ -6,7 +6,8 @@ import json
 
 from pipeline_helpers import POWER8
 
-from haytham.pipeline.actions import INITIAL_STATE, verify_phase
+from haytham.pipeline.actions import verify_phase
+from haytham.pipeline.state import ReworkTracker, SessionState
 from haytham.schemas.verification import InvariantViolation, PhaseVerification
 from haytham.stages import Phase
 from haytham.verify.rework import decide, issues_of
@@ -20,7 +21,7 @@ ANCHOR = next(
 
 
 def _state(**kw):
-    return {**INITIAL_STATE, "anchor": ANCHOR, **kw}
+    return SessionState.of({"anchor": ANCHOR, **kw})
 
 
 def _verdict(*violations, passed=None):
@@ -53,24 +54,24 @@ def test_blocking_violations_rework_the_earliest_stage_with_an_artifact_per_stag
     assert (d.outcome, d.route, d.stage) == ("rework", "mvp_scope", "mvp-scope")
     assert set(d.reviews) == {"mvp-scope", "capability-model"}
     scope = d.reviews["mvp-scope"]
-    assert (scope["verdict"], scope["source"], scope["round"]) == ("rework", "verifier", 1)
-    assert [i["detail"] for i in scope["issues"]] == ["orchestrator_role: orchestrator_role broken"]
-    assert any("the psychologist forms groups and runs sessions" in s for s in scope["suggestions"])
-    assert d.tracker == {
-        "round": 1,
-        "last_stage": "mvp-scope",
-        "keys": [
+    assert (scope.verdict, scope.source, scope.round) == ("rework", "verifier", 1)
+    assert [i.detail for i in scope.issues] == ["orchestrator_role: orchestrator_role broken"]
+    assert any("the psychologist forms groups and runs sessions" in s for s in scope.suggestions)
+    assert d.tracker == ReworkTracker(
+        round=1,
+        last_stage="mvp-scope",
+        keys=[
             "violation:group_structure:capability-model",
             "violation:orchestrator_role:mvp-scope",
         ],
-    }
+    )
 
 
 def test_the_same_violation_twice_stalls_and_max_rounds_stop():
     v = _verdict(("Group structure (1+7)", "blocking", "mvp-scope"))
     first = decide(Phase.WHAT, v, _state(), max_rounds=2)
     assert first.outcome == "rework"
-    assert first.tracker["keys"] == ["violation:group_structure:mvp-scope"]  # the anchor's name
+    assert first.tracker.keys == ["violation:group_structure:mvp-scope"]  # the anchor's name
     again = decide(Phase.WHAT, v, _state(rework={"WHAT": first.tracker}), max_rounds=2)
     assert again.outcome == "stalled" and again.route is None
     assert "the same violation came back" in again.verification.warnings[-1]
@@ -86,6 +87,7 @@ def test_blocking_validator_findings_are_reworked_as_mechanical_contracts():
         "validator": "trait_propagation",
         "severity": "blocking",
         "stage": "mvp-scope",
+        "invariant": None,
         "message": "open registration under closed access",
     }
     state = _state(validations={"mvp-scope": [finding]})
@@ -93,7 +95,7 @@ def test_blocking_validator_findings_are_reworked_as_mechanical_contracts():
     (issue,) = issues_of(Phase.WHAT, verification, state)
     assert issue.key == "finding:trait_propagation:mvp-scope" and issue.source == "validator"
     d = decide(Phase.WHAT, verification, state, max_rounds=2)
-    assert d.outcome == "rework" and d.reviews["mvp-scope"]["source"] == "validator"
+    assert d.outcome == "rework" and d.reviews["mvp-scope"].source == "validator"
 
 
 def test_inconclusive_and_warnings_open_the_gate_without_rework():
@@ -134,24 +136,22 @@ class _Verifier:
 
 
 def test_the_verify_action_routes_back_or_opens_the_gate():
-    from burr.core import State
-
     blocking = _verdict(("group_structure", "blocking", "mvp-scope"))
     verifier = _Verifier(blocking)
-    state = State(_state(outputs={}, gates={}))
+    state = _state()
     after = verify_phase(state, phase=Phase.WHAT, verifier=verifier)
-    assert after["route"] == "mvp_scope" and after["status"] == "running"
-    assert after["reviews"]["mvp-scope"]["source"] == "verifier"
-    assert after["rework"]["WHAT"]["round"] == 1 and after["gates"] == {}
-    assert after["verifications"]["WHAT"]["round"] == 0
+    assert after.route == "mvp_scope" and after.status == "running"
+    assert after.reviews["mvp-scope"].source == "verifier"
+    assert after.rework["WHAT"].round == 1 and after.gates == {}
+    assert after.verifications["WHAT"].round == 0
 
     again = verify_phase(after, phase=Phase.WHAT, verifier=verifier)
-    assert again["route"] is None and again["status"] == "waiting_gate_2"
-    assert again["rework"] == {}  # reset for the next gate visit
-    gate = again["gates"]["2"]
-    assert gate["status"] == "open" and gate["rework_stage"] == "mvp-scope"
-    assert "the same violation came back" in gate["feedback"]
+    assert again.route is None and again.status == "waiting_gate_2"
+    assert again.rework == {}  # reset for the next gate visit
+    gate = again.gates[2]
+    assert gate.status == "open" and gate.rework_stage == "mvp-scope"
+    assert "the same violation came back" in gate.feedback
     assert verifier.recorded == ["rework", "stalled"]
 
     off = verify_phase(state, phase=Phase.WHAT, verifier=None)
-    assert off["verifications"]["WHAT"]["status"] == "off" and off["route"] is None
+    assert off.verifications["WHAT"].status == "off" and off.route is None

@@ -22,12 +22,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from burr.core import State
-from burr.core.persistence import SQLitePersister
 from pydantic import BaseModel, ConfigDict
 
 from haytham.errors import InputError
-from haytham.pipeline.actions import constraints_of
-from haytham.pipeline.graph import PARTITION
+from haytham.pipeline.graph import PARTITION, persister
+from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
 from haytham.stages import BY_SLUG, STAGES
@@ -190,7 +189,6 @@ def _drop_invariant(state: dict[str, Any], prefer: list[str]) -> str:
     new = anchor.model_copy(update={"invariants": kept})
     state["anchor"] = new.model_dump(mode="json")
     state["anchor_text"] = new.render()
-    state["constraints"] = constraints_of(state)
     return f"{chosen.property} = {chosen.value}"
 
 
@@ -211,24 +209,20 @@ def inject(state: dict[str, Any], spec: ChaosSpec, prefer: list[str] | None = No
 
 
 def rewrite_state(files: SessionFiles, mutate: Callable[[dict[str, Any]], str]) -> str:
-    """Apply ``mutate`` to the session's latest persisted state and persist it as the next step."""
-    persister = SQLitePersister(
-        db_path=str(files.state_db),
-        table_name="burr_state",
-        connect_kwargs={"check_same_thread": False},
-    )
-    persister.initialize()
-    loaded = persister.load(PARTITION, files.session_id)
+    """Apply ``mutate`` to the JSON of the session's latest persisted state and persist the
+    result as the next step."""
+    saver = persister(str(files.state_db))
+    loaded = saver.load(PARTITION, files.session_id)
     if not loaded:
         raise InputError(f"Session {files.session_id} has no persisted state to inject into.")
-    state = {k: v for k, v in loaded["state"].get_all().items() if not k.startswith("__")}
+    state = SessionState.of(loaded["state"]).dump()
     note = mutate(state)
-    persister.save(
+    saver.save(
         PARTITION,
         files.session_id,
         int(loaded["sequence_id"]) + 1,
         loaded["position"],
-        State(state),
+        State(SessionState.of(state).fields()),
         "completed",
     )
     return note

@@ -25,6 +25,7 @@ from haytham.config import TIERS, Settings
 from haytham.errors import HaythamError
 from haytham.evals.budget import Meter
 from haytham.evals.chaos import ChaosResult, ChaosSpec, inject, measure, rewrite_state
+from haytham.pipeline.state import RunStatus
 from haytham.service import Haytham
 from haytham.stages.base import PROMPTS_DIR
 
@@ -128,7 +129,7 @@ def _finish(svc: Haytham, run: PipelineRun, meter: Meter | None, started: float)
     run.output_tokens = int(totals.get("output_tokens", 0))
     run.wall_ms = round((time.perf_counter() - started) * 1000, 1)
     try:
-        run.state = svc.load_state(run.session_id)
+        run.state = svc.load_state(run.session_id).dump()  # judges read the session's JSON
     except HaythamError as exc:
         run.state = {}
         run.error = run.error or str(exc)
@@ -145,10 +146,10 @@ def run_idea(
     run = PipelineRun(idea_id, session_id, svc.store.root / session_id)
     if reuse and svc.store.exists(session_id):
         try:
-            state = svc.load_state(session_id)
+            done = svc.load_state(session_id).status is RunStatus.DONE
         except HaythamError:
-            state = {}
-        if state.get("status") == "done":
+            done = False
+        if done:
             run.status, run.reused = "done", True
             return _finish(svc, run, None, started)
     if svc.store.exists(session_id):

@@ -10,22 +10,17 @@ validator findings and failed mechanical checks, unless each was overridden with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from haytham.errors import GateError, InputError
+from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.gate import AnchorEdit, Clarification, GateRecord, Override
 from haytham.schemas.verification import ReviewArtifact, ReviewIssue
-from haytham.stages import STAGES, Phase, get_stage, phase_stages
+from haytham.stages import STAGES, Phase, get_stage, next_action, phase_stages
 from haytham.store import now
 
-NEXT_ACTION = {
-    Phase.WHY: "mvp_scope",
-    Phase.WHAT: "system_traits",
-    Phase.HOW: "story_generation",
-    Phase.STORIES: "end",
-}
 COMMANDS = (
     "approve",
     "reject",
@@ -45,91 +40,90 @@ class BlockingItem:
     message: str
 
 
+@dataclass(frozen=True)
+class GateDecision:
+    """What a gate command changes. ``None`` fields stay as they are."""
+
+    record: GateRecord
+    route: str | None = None
+    status: RunStatus | None = None
+    anchor: ConceptAnchor | None = None
+    reviews: dict[str, ReviewArtifact] | None = None
+    overridden: tuple[str, ...] = field(default=())
+
+
 def phase_for_gate(gate: int) -> Phase:
     if not isinstance(gate, int) or not 1 <= gate <= 4:
         raise InputError(f"Gate must be 1, 2, 3 or 4, not {gate!r}.")
     return list(Phase)[gate - 1]
 
 
-def gate_record(state: Mapping[str, Any], phase: Phase) -> GateRecord:
-    raw = (state.get("gates") or {}).get(str(phase.gate))
-    return GateRecord.model_validate(raw) if raw else GateRecord(gate=phase.gate, phase=phase.value)
-
-
-def blocking_items(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]:
+def blocking_items(state: SessionState, phase: Phase) -> list[BlockingItem]:
     """Everything that must be resolved or overridden before this gate can be approved."""
     items: list[BlockingItem] = []
-    outputs = state.get("outputs") or {}
-    if phase is Phase.WHY:
-        summary = (outputs.get("validation-summary") or {}).get("payload") or {}
-        if summary.get("verdict") == "NO-GO":
+    for spec in phase_stages(phase):
+        out = state.outputs.get(spec.slug)
+        blocker = spec.blocker(out.payload) if out is not None and spec.blocker else None
+        if blocker is not None:
+            items.append(BlockingItem(blocker[0], spec.slug, blocker[1]))
+    verification = state.verifications.get(phase.value)
+    if verification is not None:
+        for v in verification.blocking():
             items.append(
                 BlockingItem(
-                    "verdict:NO-GO",
-                    "validation-summary",
-                    f"Verdict NO-GO ({summary.get('verdict_reason', '')})",
+                    f"violation:{v.invariant}:{v.stage}", v.stage, f"{v.invariant}: {v.violation}"
                 )
             )
-    verification = (state.get("verifications") or {}).get(phase.value) or {}
-    for v in verification.get("invariants_violated", []):
-        if v.get("severity") == "blocking":
+        if verification.status == "inconclusive":
             items.append(
                 BlockingItem(
-                    f"violation:{v.get('invariant')}:{v.get('stage')}",
-                    v.get("stage"),
-                    f"{v.get('invariant')}: {v.get('violation')}",
+                    "verification:inconclusive",
+                    None,
+                    f"Verification inconclusive: {verification.reason}",
                 )
             )
-    if verification.get("status") == "inconclusive":
-        items.append(
-            BlockingItem(
-                "verification:inconclusive",
-                None,
-                f"Verification inconclusive: {verification.get('reason', '')}",
-            )
-        )
-    slugs = [s.slug for s in phase_stages(phase)]
-    for slug in slugs:
-        meta = (state.get("stage_meta") or {}).get(slug) or {}
-        for n, problem in enumerate(meta.get("problems", []), 1):
-            items.append(BlockingItem(f"check:{slug}:{n}", slug, problem))
-        for n, f in enumerate((state.get("validations") or {}).get(slug, []), 1):
-            if f.get("severity") == "blocking":
+    for spec in phase_stages(phase):
+        meta = state.stage_meta.get(spec.slug)
+        for n, problem in enumerate(meta.problems if meta else [], 1):
+            items.append(BlockingItem(f"check:{spec.slug}:{n}", spec.slug, problem))
+        for n, f in enumerate(state.validations.get(spec.slug, []), 1):
+            if f.severity == "blocking":
                 items.append(
-                    BlockingItem(
-                        f"finding:{f.get('validator')}:{slug}:{n}", slug, f.get("message", "")
-                    )
+                    BlockingItem(f"finding:{f.validator}:{spec.slug}:{n}", spec.slug, f.message)
                 )
     return items
 
 
-def stale_stages(state: Mapping[str, Any]) -> list[str]:
+def stale_stages(state: SessionState) -> list[str]:
     """Stages (in order) that ran with an anchor whose values have since changed.
 
     Their outputs, validator findings and their phase's verification were made against the old
     anchor; ``clear-from`` the first of them re-runs them against the current one. A stage that
     recorded no anchor digest (stage 1, or a session from before digests) is never stale.
     """
-    anchor = state.get("anchor")
-    if not anchor:
+    if state.anchor is None:
         return []
-    current = ConceptAnchor.model_validate(anchor).digest()
-    meta = state.get("stage_meta") or {}
-    return [s.slug for s in STAGES if (meta.get(s.slug) or {}).get("anchor") not in (None, current)]
+    current = state.anchor.digest()
+    stale = []
+    for spec in STAGES:
+        meta = state.stage_meta.get(spec.slug)
+        if meta is not None and meta.anchor not in (None, current):
+            stale.append(spec.slug)
+    return stale
 
 
-def open_blocking(state: Mapping[str, Any], phase: Phase) -> list[BlockingItem]:
-    record = gate_record(state, phase)
+def open_blocking(state: SessionState, phase: Phase) -> list[BlockingItem]:
+    record = gate_of(state.gates, phase)
     done = {o.target for o in record.overrides if o.round == record.round}
     return [i for i in blocking_items(state, phase) if i.id not in done]
 
 
-def apply_command(state: Mapping[str, Any], phase: Phase, command: Mapping[str, Any]) -> dict:
-    """State updates for ``command`` at ``phase``'s gate (raises and changes nothing on error)."""
+def apply_command(state: SessionState, phase: Phase, command: Mapping[str, Any]) -> GateDecision:
+    """What ``command`` at ``phase``'s gate changes (raises and changes nothing on error)."""
     kind = command.get("kind")
     if kind not in COMMANDS:
         raise InputError(f"Unknown gate command {kind!r}; use one of {', '.join(COMMANDS)}.")
-    record = gate_record(state, phase)
+    record = gate_of(state.gates, phase)
     if record.status != "open":
         raise GateError(
             f"Gate {phase.gate} is not open (it is {record.status}); "
@@ -139,27 +133,17 @@ def apply_command(state: Mapping[str, Any], phase: Phase, command: Mapping[str, 
     return handler(state, phase, record, command)
 
 
-def _anchor(state: Mapping[str, Any], phase: Phase) -> ConceptAnchor:
+def _anchor(state: SessionState, phase: Phase) -> ConceptAnchor:
     if phase is not Phase.WHY:
         raise GateError("The concept anchor can only be clarified or edited at Gate 1.")
-    raw = state.get("anchor")
-    if not raw:
+    if state.anchor is None:
         raise GateError("This session has no concept anchor yet.")
-    return ConceptAnchor.model_validate(raw)
-
-
-def _with_anchor(record: GateRecord, anchor: ConceptAnchor, **extra: Any) -> dict:
-    return {
-        "anchor": anchor.model_dump(mode="json"),
-        "anchor_text": anchor.render(),
-        "gate_record": record,
-        **extra,
-    }
+    return state.anchor
 
 
 def _approve(state, phase, record, command) -> dict:
-    if phase is Phase.WHY and state.get("anchor"):
-        pending = ConceptAnchor.model_validate(state["anchor"]).open_ambiguities()
+    if phase is Phase.WHY and state.anchor is not None:
+        pending = state.anchor.open_ambiguities()
         if pending:
             names = ", ".join(i.property for i in pending)
             raise GateError(
@@ -177,15 +161,16 @@ def _approve(state, phase, record, command) -> dict:
     rec = record.model_copy(
         update={"status": "approved", "note": command.get("note", ""), "decided_at": now()}
     )
-    nxt = NEXT_ACTION[phase]
-    return {"gate_record": rec, "route": nxt, "status": "done" if nxt == "end" else "running"}
+    nxt = next_action(phase)
+    status = RunStatus.DONE if nxt == "end" else RunStatus.RUNNING
+    return GateDecision(rec, route=nxt, status=status)
 
 
 def _reject(state, phase, record, command) -> dict:
     rec = record.model_copy(
         update={"status": "rejected", "note": command.get("note", ""), "decided_at": now()}
     )
-    return {"gate_record": rec, "route": "end", "status": "rejected"}
+    return GateDecision(rec, route="end", status=RunStatus.REJECTED)
 
 
 def _rework(state, phase, record, command) -> dict:
@@ -205,8 +190,7 @@ def _rework(state, phase, record, command) -> dict:
         round=record.round,
         issues=[ReviewIssue(severity="blocking", stage=spec.slug, detail=feedback)],
     )
-    reviews = dict(state.get("reviews") or {})
-    reviews[spec.slug] = review.model_dump(mode="json")
+    reviews = {**state.reviews, spec.slug: review}
     rec = record.model_copy(
         update={
             "status": "rework_requested",
@@ -215,7 +199,7 @@ def _rework(state, phase, record, command) -> dict:
             "decided_at": now(),
         }
     )
-    return {"gate_record": rec, "route": spec.action, "reviews": reviews, "status": "running"}
+    return GateDecision(rec, route=spec.action, status=RunStatus.RUNNING, reviews=reviews)
 
 
 def _override(state, phase, record, command) -> dict:
@@ -241,7 +225,7 @@ def _override(state, phase, record, command) -> dict:
         for i in chosen
     ]
     rec = record.model_copy(update={"overrides": [*record.overrides, *added]})
-    return {"gate_record": rec, "overridden": [i.id for i in chosen]}
+    return GateDecision(rec, overridden=tuple(i.id for i in chosen))
 
 
 def _clarify(state, phase, record, command) -> dict:
@@ -274,7 +258,7 @@ def _clarify_all(state, phase, record, command) -> dict:
             )
         )
     rec = record.model_copy(update={"clarifications": [*record.clarifications, *added]})
-    return _with_anchor(rec, anchor)
+    return GateDecision(rec, anchor=anchor)
 
 
 def _edit(state, phase, record, command) -> dict:
@@ -289,7 +273,7 @@ def _edit(state, phase, record, command) -> dict:
         after=anchor.invariant(prop).value,
         at=now(),
     )
-    return _with_anchor(record.model_copy(update={"edits": [*record.edits, edit]}), anchor)
+    return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
 
 
 def _remove_non_goal(state, phase, record, command) -> dict:
@@ -297,7 +281,7 @@ def _remove_non_goal(state, phase, record, command) -> dict:
     text = str(command.get("text", ""))
     anchor = anchor.remove_non_goal(text)
     edit = AnchorEdit(kind="remove_non_goal", target="non_goals", before=text, at=now())
-    return _with_anchor(record.model_copy(update={"edits": [*record.edits, edit]}), anchor)
+    return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
 
 
 _HANDLERS = {

@@ -19,17 +19,28 @@ import os
 from burr.core import Application, ApplicationBuilder, default, when
 from burr.core.application import PRIOR_STEP
 from burr.core.persistence import PersisterHook, SQLitePersister
+from burr.integrations.pydantic import PydanticTypingSystem
 from burr.tracking.client import LocalTrackingClient
 
 from haytham.pipeline import actions as a
-from haytham.pipeline.gates import NEXT_ACTION
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
-from haytham.stages import STAGES, Phase, phase_stages
+from haytham.pipeline.state import SessionState
+from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
 
 PROJECT = "haytham"
 PARTITION = "local"
+TABLE = "burr_state"
 GATES = [f"gate_{p.gate}" for p in Phase]
+
+
+def persister(db_path: str) -> SQLitePersister:
+    """Burr's SQLite persister for one session's ``state.db`` (its table made if missing)."""
+    made = SQLitePersister(
+        db_path=db_path, table_name=TABLE, connect_kwargs={"check_same_thread": False}
+    )
+    made.initialize()
+    return made
 
 
 class _Tracker(LocalTrackingClient):
@@ -51,16 +62,30 @@ def verify_name(phase: Phase) -> str:
     return f"verify_{phase.value.lower()}"
 
 
+def gate_name(phase: Phase) -> str:
+    return f"gate_{phase.gate}"
+
+
 def _phase_edges(phase: Phase) -> list[tuple]:
     stages = [s.action for s in phase_stages(phase)]
-    verify, gate = verify_name(phase), f"gate_{phase.gate}"
+    verify, gate = verify_name(phase), gate_name(phase)
     chain = [(x, y) for x, y in zip(stages, stages[1:] + [verify], strict=True)]
-    if phase is Phase.WHY:  # the anchor is extracted once, right after idea analysis
-        chain[0] = ("idea_analysis", "anchor_extraction", when(anchor=None))
-        chain[1:1] = [("idea_analysis", "market_context"), ("anchor_extraction", "market_context")]
+    if ANCHOR_SOURCE.phase is phase:  # the anchor is extracted once, right after its source
+        i = stages.index(ANCHOR_SOURCE.action)
+        after = chain[i][1]
+        chain[i : i + 1] = [
+            (ANCHOR_SOURCE.action, ANCHOR_ACTION, when(anchor=None)),
+            (ANCHOR_SOURCE.action, after),
+            (ANCHOR_ACTION, after),
+        ]
     back = [(verify, s, when(route=s)) for s in stages] + [(verify, gate, default)]
-    targets = list(dict.fromkeys([*stages, NEXT_ACTION[phase], "end"]))
+    targets = list(dict.fromkeys([*stages, next_action(phase), "end"]))
     return chain + back + [(gate, t, when(route=t)) for t in targets] + [(gate, gate, default)]
+
+
+def edges() -> list[tuple]:
+    """Every transition of the graph (see the module docstring)."""
+    return [("start", STAGES[0].action)] + [e for p in Phase for e in _phase_edges(p)]
 
 
 def build_application(
@@ -71,37 +96,28 @@ def build_application(
     tracking_dir: str | None = None,
     fork_from: str | None = None,
     fork_db: str | None = None,
-    initial_state: dict | None = None,
+    initial_state: SessionState | None = None,
 ) -> Application:
-    persister = SQLitePersister(
-        db_path=str(runner.files.state_db),
-        table_name="burr_state",
-        connect_kwargs={"check_same_thread": False},
-    )
-    persister.initialize()
-    loader = persister
-    if fork_from is not None:
-        loader = SQLitePersister(
-            db_path=fork_db, table_name="burr_state", connect_kwargs={"check_same_thread": False}
-        )
+    saver = persister(str(runner.files.state_db))
+    loader = saver if fork_from is None else persister(str(fork_db))
     actions = {
         "start": a.start,
-        "anchor_extraction": a.extract_anchor.bind(runner=runner),
+        ANCHOR_ACTION: a.extract_anchor.bind(runner=runner),
         **{s.action: a.run_stage.bind(spec=s, runner=runner) for s in STAGES},
         **{verify_name(p): a.verify_phase.bind(phase=p, verifier=verifier) for p in Phase},
-        **{f"gate_{p.gate}": a.gate.bind(phase=p) for p in Phase},
+        **{gate_name(p): a.gate.bind(phase=p) for p in Phase},
         "end": a.end,
     }
     projector = Projector(runner.files)
-    edges = [("start", "idea_analysis")] + [e for p in Phase for e in _phase_edges(p)]
     builder = (
         ApplicationBuilder()
         .with_actions(**actions)
-        .with_transitions(*edges)
+        .with_transitions(*edges())
+        .with_typing(PydanticTypingSystem(SessionState))
         .initialize_from(
             loader,
             resume_at_next_action=True,
-            default_state={**a.INITIAL_STATE, **(initial_state or {})},
+            default_state=(initial_state or SessionState()).fields(),
             default_entrypoint="start",
             fork_from_app_id=fork_from,
             fork_from_partition_key=PARTITION if fork_from else None,
@@ -109,14 +125,14 @@ def build_application(
         .with_identifiers(app_id=app_id, partition_key=PARTITION)
         # the state is saved first, then projected: a crash or a full disk in between leaves
         # files behind the state, never ahead of it, and the projection below catches them up
-        .with_hooks(PersisterHook(persister), projector)
+        .with_hooks(PersisterHook(saver), projector)
     )
     if tracking_dir:
         builder = builder.with_tracker(_Tracker(project=PROJECT, storage_dir=tracking_dir))
     app = builder.build()
     # files agree with the persisted state on open; a state loaded as completed also writes
     # ``state.json`` (a session older than the snapshot gets one before anything else happens)
-    state = app.state.get_all()
-    position = state.get(PRIOR_STEP) if app.sequence_id is not None else None
+    state = SessionState.of(app.state)
+    position = app.state.get(PRIOR_STEP) if app.sequence_id is not None else None
     projector.project(state, position=position, sequence_id=app.sequence_id)
     return app

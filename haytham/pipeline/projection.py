@@ -14,27 +14,31 @@ from typing import Any
 
 from burr.lifecycle import PostRunStepHook
 
+from haytham.pipeline.state import SessionState, StageMeta
 from haytham.progress import INPUTS_PREFIX
 from haytham.render import render_stage
-from haytham.stages import STAGES, Phase
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, STAGES, Phase
 from haytham.store import SCHEMA_VERSION, SessionFiles
 
-SUMMARY_STAGES = ("idea-analysis", "anchor-extraction", *[s.slug for s in STAGES[1:]])
+SUMMARY_STAGES = tuple(
+    row for s in STAGES for row in ((s.slug, ANCHOR_AGENT) if s is ANCHOR_SOURCE else (s.slug,))
+)
+"""The rows of ``summary.json``: the stages, with the anchor extraction after its source."""
 
 
 SNAPSHOT = "state.json"
 
 
 def snapshot(
-    state: Mapping[str, Any], *, position: str, sequence_id: int | None = None
+    state: SessionState, *, position: str, sequence_id: int | None = None
 ) -> dict[str, Any]:
     """The whole persisted state and where the run stands, as ``state.json`` holds it."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "session_id": state.get("session_id"),
+        "session_id": state.session_id,
         "position": position,
         "sequence_id": sequence_id,
-        "state": {k: v for k, v in state.items() if not k.startswith("__")},
+        "state": state.dump(),
     }
 
 
@@ -71,7 +75,7 @@ def _clear_rows(stages: dict[str, dict[str, Any]], slug: str) -> None:
 
 
 def summarize(
-    events: list[dict[str, Any]], state: Mapping[str, Any], *, busy: bool = False
+    events: list[dict[str, Any]], state: SessionState, *, busy: bool = False
 ) -> dict[str, Any]:
     """Per stage: status, wall time, model calls, tokens; plus totals (from events.jsonl).
 
@@ -102,11 +106,10 @@ def summarize(
             _clear_rows(stages, ev["stage"])
     # Completion is what the state holds, not what an event says: a process killed after a
     # stage's ``stage_completed`` event but before its state was saved re-runs that stage.
-    outputs = state.get("outputs") or {}
     for slug, row in stages.items():
         if slug not in SUMMARY_STAGES:
             continue
-        saved = bool(state.get("anchor")) if slug == "anchor-extraction" else slug in outputs
+        saved = state.anchor is not None if slug == ANCHOR_AGENT else slug in state.outputs
         if not saved and row["status"] in ("", "running", "completed", "needs_attention"):
             row["status"] = ("running" if busy else "interrupted") if row["runs"] else "pending"
     rows = [r for r in stages.values()]
@@ -115,10 +118,10 @@ def summarize(
         for k in ("wall_ms", "model_calls", "input_tokens", "output_tokens", "retries")
     }
     return {
-        "status": state.get("status", "running"),
+        "status": state.status.value,
         "stages": stages,
         "totals": totals,
-        "divergence": state.get("divergence") or {},
+        "divergence": state.divergence,
     }
 
 
@@ -138,49 +141,51 @@ class Projector(PostRunStepHook):
 
     def project(
         self,
-        state: Mapping[str, Any],
+        state: SessionState,
         *,
         position: str | None = None,
         sequence_id: int | None = None,
     ) -> None:
         """Write the session files from ``state``; with ``position`` (the step just saved) also
         ``state.json``, the snapshot that rebuilds ``state.db`` if it is lost or copied away."""
-        self._put("idea.md", state.get("idea", "").rstrip() + "\n")
-        if state.get("anchor"):
-            self._put("concept_anchor.json", _dump(state["anchor"]))
+        self._put("idea.md", state.idea.rstrip() + "\n")
+        if state.anchor is not None:
+            self._put("concept_anchor.json", _dump(state.anchor.model_dump(mode="json")))
         else:
             self.files.remove("concept_anchor.json")
             self._written.pop("concept_anchor.json", None)
-        outputs = state.get("outputs") or {}
-        meta = state.get("stage_meta") or {}
-        validations = state.get("validations") or {}
         for spec in STAGES:
             rel = f"stages/{spec.dir_name}"
-            raw = outputs.get(spec.slug)
-            if raw is None:
+            out = state.outputs.get(spec.slug)
+            if out is None:
                 if (self.files.root / rel).exists():
                     self.files.remove(rel)
                 self._written.pop(f"{rel}/output.json", None)
                 self._written.pop(f"{rel}/output.md", None)
                 continue
+            raw = out.model_dump(mode="json")
+            meta = state.stage_meta.get(spec.slug) or StageMeta()
             record = {
                 "stage": spec.slug,
                 "schema_version": SCHEMA_VERSION,
                 **raw,
-                "status": (meta.get(spec.slug) or {}).get("status", "completed"),
-                "problems": (meta.get(spec.slug) or {}).get("problems", []),
-                "validations": validations.get(spec.slug, []),
+                "status": meta.status,
+                "problems": meta.problems,
+                "validations": [
+                    f.model_dump(mode="json") for f in state.validations.get(spec.slug, [])
+                ],
             }
             self._put(f"{rel}/output.json", _dump(record))
             self._put(f"{rel}/output.md", render_stage(spec, raw))
-        self._put("gates.json", _dump(state.get("gates") or {}))
+        dumped = state.dump()
+        self._put("gates.json", _dump(dumped["gates"]))
         verifications = {
             f"verifications/{phase.lower()}.json": _dump(v)
-            for phase, v in (state.get("verifications") or {}).items()
+            for phase, v in dumped["verifications"].items()
         }
         reviews = {
-            f"reviews/{n:02d}-{review.get('stage', 'stage')}.json": _dump(review)
-            for n, review in enumerate(state.get("review_log") or [], 1)
+            f"reviews/{n:02d}-{review['stage']}.json": _dump(review)
+            for n, review in enumerate(dumped["review_log"], 1)
         }
         for folder, files in (("verifications", verifications), ("reviews", reviews)):
             self._prune(folder, files)  # a cleared phase or stage leaves nothing behind
@@ -205,4 +210,4 @@ class Projector(PostRunStepHook):
 
     def post_run_step(self, *, state, action, exception, sequence_id=None, **future_kwargs):  # noqa: ANN001, ANN201
         if exception is None:
-            self.project(state.get_all(), position=action.name, sequence_id=sequence_id)
+            self.project(SessionState.of(state), position=action.name, sequence_id=sequence_id)

@@ -12,7 +12,7 @@ Where a stage consumes a list of items from an earlier stage, receiving-stage va
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,26 +26,29 @@ from haytham.errors import ContractViolation, HaythamError, StageFailed
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
+from haytham.pipeline.state import SessionState
 from haytham.redact import carries_secret, redact, scrubbed
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
 from haytham.schemas.base import parse_contract, salvage
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.verification import ReviewArtifact
-from haytham.stages import BY_SLUG, StageSpec, StageView
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
-from haytham.stages.story_generation import APPETITE_BOUNDS, effective_appetite
 from haytham.store import SessionFiles
 from haytham.tools.web_search import make_web_search
 from haytham.validate.grounding import ground_anchor
+from haytham.validate.model import Finding
 from haytham.verify.receiving import InputValidation, input_validation_enabled
 
-ANCHOR_AGENT = "anchor-extraction"
 REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
 MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
 MAX_ANCHOR_TIGHTENING = 2
 
-# (stage slug, state with the new output) -> (findings, {"idea": sim, "anchor": sim})
-PostValidator = Callable[[str, Mapping[str, Any]], tuple[list[dict[str, Any]], dict[str, float]]]
+# (stage slug, the session with the new output, tool calls logged so far)
+#   -> (findings, {"idea": sim, "anchor": sim})
+PostValidator = Callable[
+    [str, SessionState, Sequence[Mapping[str, Any]]], tuple[list[Finding], dict[str, float]]
+]
 
 
 def load_prompt(name: str) -> str:
@@ -56,18 +59,10 @@ def stage_system_prompt(spec: StageSpec) -> str:
     return spec.prompt().rstrip() + "\n\n" + load_prompt("shared/envelope_rules.md")
 
 
-def view_of(state: Mapping[str, Any]) -> StageView:
-    """Typed read-only view of the outputs in ``state``."""
-    outputs = {
-        slug: BY_SLUG[slug].output_model.model_validate(raw)
-        for slug, raw in (state.get("outputs") or {}).items()
-    }
-    anchor = state.get("anchor")
+def view_of(state: SessionState) -> StageView:
+    """What a stage's deterministic code may read of the session."""
     return StageView(
-        idea=state.get("idea", ""),
-        outputs=outputs,
-        anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-        appetite=state.get("appetite"),
+        idea=state.idea, outputs=state.outputs, anchor=state.anchor, appetite=state.appetite
     )
 
 
@@ -82,8 +77,7 @@ def valid_ids(spec: StageSpec, view: StageView) -> dict[str, dict[str, str]]:
     return out
 
 
-def render_review(review: Mapping[str, Any]) -> str:
-    art = ReviewArtifact.model_validate(review)
+def render_review(art: ReviewArtifact) -> str:
     lines = [f"Verdict: {art.verdict} (from the {art.source}, round {art.round})"]
     lines += [f"- [{i.severity}] {i.stage}: {i.detail}" for i in art.issues]
     lines += [f"- suggestion: {s}" for s in art.suggestions]
@@ -92,13 +86,13 @@ def render_review(review: Mapping[str, Any]) -> str:
 
 @dataclass
 class StageResult:
-    output: dict[str, Any]
+    output: StageOutput
     problems: list[str] = field(default_factory=list)
     divergence: dict[str, float] = field(default_factory=dict)  # similarity to idea / anchor
     attempts: int = 1
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     # receiving-stage validation: producers' outputs it revised, and the boundary's counters
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, StageOutput] = field(default_factory=dict)
     quality_flags: dict[str, int] | None = None
 
 
@@ -132,9 +126,10 @@ class StageRunner:
 
         return sink
 
-    def tools_for(self, stage: str) -> list[Any]:
-        if stage == "market-context" and self.settings.search_url:
-            return [make_web_search(self.settings.search_url, self.files, stage)]
+    def tools_for(self, spec: StageSpec) -> list[Any]:
+        """The tools the stage may call that this run has (web search needs a search URL)."""
+        if "web_search" in spec.tools and self.settings.search_url:
+            return [make_web_search(self.settings.search_url, self.files, spec.slug)]
         return []
 
     def ask(
@@ -161,7 +156,7 @@ class StageRunner:
             runtime=self.models,
             output_model=model_cls,
         )
-        tools = self.tools_for(stage)
+        tools = self.tools_for(BY_SLUG[stage]) if stage in BY_SLUG else []
         agent = Agent(
             model=model,
             system_prompt=system,
@@ -200,15 +195,13 @@ class StageRunner:
         return result.structured_output
 
     # -- stages -------------------------------------------------------------------------------
-    def run_stage(self, spec: StageSpec, state: Mapping[str, Any]) -> StageResult:
+    def run_stage(self, spec: StageSpec, state: SessionState) -> StageResult:
         received = self.receiver.receive(spec, state) if self.receiver else None
         if received is not None:
-            state = {**state, "outputs": received.outputs}
+            state = state.model_copy(update={"outputs": received.outputs})
         view = view_of(state)
-        review = (state.get("reviews") or {}).get(spec.slug)
-        bound = (
-            APPETITE_BOUNDS[effective_appetite(view)] if spec.slug == "story-generation" else None
-        )
+        review = state.reviews.get(spec.slug)
+        bound = spec.bound(view) if spec.bound else None
         system = stage_system_prompt(spec)
         started = time.perf_counter()
         self.files.append_event("stage_started", spec.slug, rework=review is not None)
@@ -217,15 +210,15 @@ class StageRunner:
             for attempt in (1, 2):
                 ctx = build_stage_context(
                     spec,
-                    idea=state["idea"],
-                    anchor_text=state.get("anchor_text", ""),
-                    outputs=state.get("outputs") or {},
+                    idea=state.idea,
+                    anchor_text=state.anchor_text,
+                    outputs=state.outputs,
                     appetite=view.appetite,
                     appetite_bound=bound,
                     feedback=render_review(review) if review else None,
                     problems=problems,
-                    tools=[t.tool_name for t in self.tools_for(spec.slug)],
-                    offers_tools=spec.slug == "market-context",
+                    tools=[t.tool_name for t in self.tools_for(spec)],
+                    offers_tools=bool(spec.tools),
                     valid_ids=valid_ids(spec, view),
                 )
                 try:
@@ -252,8 +245,7 @@ class StageRunner:
         except HaythamError as exc:
             self._failed(spec.slug, exc.to_dict())
             raise
-        dumped = output.model_dump(mode="json")
-        findings, divergence = self._post_validate(spec.slug, state, dumped)
+        findings, divergence = self._post_validate(spec.slug, state, output)
         flags = received.quality_flags if received is not None else None
         self.files.append_event(
             "stage_completed",
@@ -265,7 +257,7 @@ class StageRunner:
             **({"quality_flags": flags} if flags is not None else {}),
         )
         return StageResult(
-            output=dumped,
+            output=output,
             problems=problems,
             attempts=attempt,
             findings=findings,
@@ -289,36 +281,34 @@ class StageRunner:
         ]
 
     def _post_validate(
-        self, slug: str, state: Mapping[str, Any], dumped: dict[str, Any]
-    ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        self, slug: str, state: SessionState, output: StageOutput
+    ) -> tuple[list[Finding], dict[str, float]]:
         if self.post_validator is None:
             return [], {}
-        outputs = {**(state.get("outputs") or {}), slug: dumped}
+        after = state.model_copy(update={"outputs": {**state.outputs, slug: output}})
         tool_calls = [e for e in self.files.events() if e.get("type") == "tool_call"]
-        findings, divergence = self.post_validator(
-            slug, {**state, "outputs": outputs, "tool_calls": tool_calls}
-        )
+        findings, divergence = self.post_validator(slug, after, tool_calls)
         for f in findings:
-            self.files.append_event("validation", slug, **f)
+            self.files.append_event("validation", slug, **f.model_dump(mode="json"))
         return findings, divergence
 
     def _failed(self, stage: str, error: dict[str, Any]) -> None:
         self.files.append_event("stage_failed", stage, error=error)
 
     # -- anchor -------------------------------------------------------------------------------
-    def extract_anchor(self, state: Mapping[str, Any]) -> ConceptAnchor:
+    def extract_anchor(self, state: SessionState) -> ConceptAnchor:
         """Distil the anchor; ask to tighten (never truncate) while it is over budget."""
         stage = ANCHOR_AGENT
         system = load_prompt("anchor_extraction.md")
-        analysis = (state.get("outputs") or {}).get("idea-analysis") or {}
+        analysis = state.outputs.get(ANCHOR_SOURCE.slug)
         started = time.perf_counter()
         self.files.append_event("stage_started", stage, rework=False)
         problems: list[str] = []
         try:
             for _ in range(MAX_ANCHOR_TIGHTENING + 1):
-                ctx = build_anchor_context(state["idea"], analysis, problems)
+                ctx = build_anchor_context(state.idea, analysis, problems)
                 answer = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
-                anchor = ground_anchor(answer, state["idea"])
+                anchor = ground_anchor(answer, state.idea)
                 tokens = anchor.token_count()
                 if tokens <= ANCHOR_TOKEN_BUDGET:
                     break

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.ids import as_refs
@@ -39,6 +40,13 @@ class Traceable(TolerantModel):
         # guidance for the model (and a grammar for constrained decoders); parsing stays lenient
         # and code maps near-misses such as a property name to the id
         json_schema_extra={"items": {"type": "string", "pattern": INVARIANT_REF}},
+    )
+
+    validation_warnings: SkipJsonSchema[list[str]] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="Kept by receiving-stage validation when a later stage still rejects the "
+        "item after its retries (seed 000 quality flags); code sets it, never the model.",
     )
 
     @field_validator("carries", mode="before")

@@ -33,6 +33,16 @@ STAGES: tuple[StageSpec, ...] = tuple(
     )
 )
 BY_SLUG: dict[str, StageSpec] = {s.slug: s for s in STAGES}
+ANCHOR_SOURCE: StageSpec = STAGES[0]
+"""The concept anchor is extracted right after this stage, from the idea and its output."""
+VERDICT_STAGE: StageSpec = validation_summary.SPEC
+"""The stage whose payload holds the GO / NO-GO / PIVOT verdict."""
+STORY_STAGE: StageSpec = story_generation.SPEC
+"""The stage whose payload holds the ordered stories (CSV, Jira and Linear exports)."""
+ANCHOR_AGENT = "anchor-extraction"
+"""The anchor extraction's name as a step: its agent, events and summary row."""
+ANCHOR_ACTION = ANCHOR_AGENT.replace("-", "_")
+"""... and as a Burr action."""
 
 
 def get_stage(slug: str) -> StageSpec:
@@ -46,4 +56,24 @@ def phase_stages(phase: Phase) -> tuple[StageSpec, ...]:
     return tuple(s for s in STAGES if s.phase == phase)
 
 
-__all__ = ["STAGES", "BY_SLUG", "Phase", "StageSpec", "StageView", "get_stage", "phase_stages"]
+def next_action(phase: Phase) -> str:
+    """Where approving ``phase``'s gate leads: the next phase's first stage, or ``end``."""
+    later = [s for s in STAGES if s.phase.gate == phase.gate + 1]
+    return later[0].action if later else "end"
+
+
+__all__ = [
+    "ANCHOR_ACTION",
+    "ANCHOR_AGENT",
+    "ANCHOR_SOURCE",
+    "STAGES",
+    "STORY_STAGE",
+    "VERDICT_STAGE",
+    "BY_SLUG",
+    "Phase",
+    "StageSpec",
+    "StageView",
+    "get_stage",
+    "next_action",
+    "phase_stages",
+]

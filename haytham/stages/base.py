@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
@@ -49,6 +50,10 @@ class StageView:
 
 Finalize = Callable[[StageOutput, StageView], StageOutput]
 Check = Callable[[StageOutput, StageView], list[str]]
+Blocker = Callable[[Any], "tuple[str, str] | None"]
+"""From a stage's payload: ``(id, message)`` of what blocks its gate until overridden, or None."""
+Bound = Callable[[StageView], int]
+"""From the session: the most items the stage may produce (said in its prompt, then checked)."""
 
 
 def _no_finalize(output: StageOutput, view: StageView) -> StageOutput:
@@ -70,6 +75,9 @@ class StageSpec:
     needs: tuple[str, ...] = ()  # earlier stages whose full payloads go into the prompt
     finalize: Finalize = field(default=_no_finalize)
     check: Check = field(default=_no_check)
+    tools: tuple[str, ...] = ()  # tools the stage's agent may call (when configured)
+    blocker: Blocker | None = None
+    bound: Bound | None = None
 
     @property
     def action(self) -> str:

@@ -33,5 +33,11 @@ class MarketContextOutput(StageOutput):
 
 
 SPEC = StageSpec(
-    2, "market-context", Phase.WHY, "Market context", MarketContextOutput, needs=("idea-analysis",)
+    2,
+    "market-context",
+    Phase.WHY,
+    "Market context",
+    MarketContextOutput,
+    needs=("idea-analysis",),
+    tools=("web_search",),
 )

@@ -160,6 +160,10 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return problems
 
 
+def appetite_bound(view: StageView) -> int:
+    return APPETITE_BOUNDS[effective_appetite(view)]
+
+
 SPEC = StageSpec(
     10,
     "story-generation",
@@ -169,4 +173,5 @@ SPEC = StageSpec(
     needs=("mvp-scope", "capability-model", "system-traits", "architecture-decisions"),
     finalize=finalize,
     check=check,
+    bound=appetite_bound,
 )

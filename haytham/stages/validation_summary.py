@@ -85,6 +85,13 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     return []
 
 
+def blocker(payload: ValidationSummary) -> tuple[str, str] | None:
+    """A NO-GO verdict blocks Gate 1 until the reviewer overrides it (or rejects)."""
+    if payload.verdict != "NO-GO":
+        return None
+    return "verdict:NO-GO", f"Verdict NO-GO ({payload.verdict_reason or ''})"
+
+
 SPEC = StageSpec(
     4,
     "validation-summary",
@@ -94,4 +101,5 @@ SPEC = StageSpec(
     needs=("risk-assessment",),
     finalize=finalize,
     check=check,
+    blocker=blocker,
 )

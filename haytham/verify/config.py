@@ -15,14 +15,13 @@ from types import MappingProxyType
 
 from haytham.config import STRATEGIES, TIERS, Settings, Strategy, VerifySettings
 from haytham.errors import ConfigError
-from haytham.stages import STAGES, Phase
+from haytham.stages import ANCHOR_AGENT, STAGES, Phase
 
 _DEFAULTS = VerifySettings()  # the defaults are written once, in haytham.config
 DEFAULT_STRATEGIES: Mapping[Phase, Strategy] = MappingProxyType(
     {phase: getattr(_DEFAULTS, phase.value.lower()) for phase in Phase}
 )
 DEFAULT_MAX_REWORK_ROUNDS = _DEFAULTS.max_rework_rounds
-ANCHOR_AGENT = "anchor-extraction"  # the runner's anchor agent (kept in sync by a test)
 
 # Swarm roles: (node name used by handoff_to_agent, agent-name suffix, prompt file).
 SPECIALISTS: tuple[str, ...] = (

@@ -15,24 +15,19 @@ rework decisions the verify action takes are recorded there too (:meth:`record_r
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from haytham.config import Settings
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline.runner import ANCHOR_AGENT, StageRunner
+from haytham.pipeline.runner import StageRunner
+from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
 from haytham.store import SessionFiles
-from haytham.verify import config as cfg
 from haytham.verify.config import VerifyConfig
 from haytham.verify.rework import ReworkDecision
 from haytham.verify.single import verify_single
 from haytham.verify.swarm import verify_swarm
 from haytham.verify.verdict import inconclusive, mechanical_failures, off
-
-if cfg.ANCHOR_AGENT != ANCHOR_AGENT:  # pragma: no cover - import-time consistency guard
-    raise ImportError("haytham.verify.config.ANCHOR_AGENT is out of sync with the runner")
 
 
 class PhaseVerifier:
@@ -53,7 +48,7 @@ class PhaseVerifier:
     def max_rework_rounds(self) -> int:
         return self.config.max_rework_rounds
 
-    def __call__(self, phase: Phase, state: Mapping[str, Any]) -> PhaseVerification:
+    def __call__(self, phase: Phase, state: SessionState) -> PhaseVerification:
         strategy = self.config.strategy(phase)
         if strategy == "off":
             return off(
@@ -98,7 +93,7 @@ class PhaseVerifier:
 
     def record_rework(self, phase: Phase, decision: ReworkDecision) -> None:
         """Append the verify action's rework decision to ``events.jsonl``."""
-        if decision.outcome == "clear" and not decision.tracker.get("round"):
+        if decision.outcome == "clear" and not decision.tracker.round:
             return  # nothing was reworked at this gate visit
         kind, data = decision.event()
         self.files.append_event(kind, self.config.row(phase), **data)

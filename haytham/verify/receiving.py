@@ -28,9 +28,10 @@ from pydantic import BaseModel, Field
 
 from haytham.config import Settings
 from haytham.pipeline.context import Context
+from haytham.pipeline.state import SessionState
 from haytham.redact import redact
-from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.base import TolerantModel
+from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG, StageSpec, StageView
 from haytham.stages.architecture_decisions import Decision
 from haytham.stages.capability_model import Capability, NonFunctional
@@ -107,8 +108,8 @@ class _Item:
 class Received:
     """The boundary's result: producer outputs to store (changed only) and its counters."""
 
-    outputs: dict[str, dict[str, Any]]  # every output, with the producers' final items
-    changed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[str, StageOutput]  # every output, with the producers' final items
+    changed: dict[str, StageOutput] = field(default_factory=dict)
     quality_flags: dict[str, int] = field(default_factory=dict)
 
 
@@ -119,10 +120,10 @@ class InputValidation:
         self.files = files
         self.ask = ask
 
-    def receive(self, spec: StageSpec, state: Mapping[str, Any]) -> Received | None:
+    def receive(self, spec: StageSpec, state: SessionState) -> Received | None:
         """Validate ``spec``'s input items; ``None`` where the stage is no receiving boundary."""
         sources = BOUNDARIES.get(spec.slug)
-        outputs = dict(state.get("outputs") or {})
+        outputs = {slug: out.model_dump(mode="json") for slug, out in state.outputs.items()}
         if not sources or any(s.producer not in outputs for s in sources):
             return None
         row = f"validate-input:{spec.slug}"
@@ -167,7 +168,6 @@ class InputValidation:
                 error=f"revisions discarded: {exc}",
             )
             changed = {}
-        outputs.update(changed)
         self.files.append_event(
             "stage_completed",
             row,
@@ -177,11 +177,11 @@ class InputValidation:
             warned=[i.id for i in rejected],
             revised_producers=sorted(changed),
         )
-        return Received(outputs=outputs, changed=changed, quality_flags=flags)
+        return Received(outputs={**state.outputs, **changed}, changed=changed, quality_flags=flags)
 
     # -- the two agent methods ------------------------------------------------------------------
     def validate_input(
-        self, spec: StageSpec, items: list[_Item], state: Mapping[str, Any], row: str, round_: int
+        self, spec: StageSpec, items: list[_Item], state: SessionState, row: str, round_: int
     ) -> list[_Item]:
         """One batched call; returns the rejected items (reason set). Never raises."""
         if not items:
@@ -197,7 +197,7 @@ class InputValidation:
         ctx.add(
             "anchor",
             "## Concept anchor (verbatim, immutable)",
-            str(state.get("anchor_text") or "(none)"),
+            state.anchor_text or "(none)",
         )
         listing = [{"kind": i.source.kind, "from": i.source.producer, **i.data} for i in items]
         ctx.add(
@@ -257,7 +257,7 @@ class InputValidation:
         return rejected
 
     def revise_rejected(
-        self, spec: StageSpec, item: _Item, state: Mapping[str, Any], row: str
+        self, spec: StageSpec, item: _Item, state: SessionState, row: str
     ) -> _Item | None:
         """The producer revises one item (same id); ``None`` when it could not."""
         source = item.source
@@ -273,9 +273,10 @@ class InputValidation:
         ctx.add(
             "anchor",
             "## Concept anchor (verbatim, immutable)",
-            str(state.get("anchor_text") or "(none)"),
+            state.anchor_text or "(none)",
         )
-        tldr = ((state.get("outputs") or {}).get(producer.slug) or {}).get("tldr", "")
+        produced = state.outputs.get(producer.slug)
+        tldr = produced.tldr if produced is not None else ""
         ctx.add("tldr", f"## Your stage's summary (TL;DR of {producer.slug})", tldr)
         ctx.add(
             "item",
@@ -319,8 +320,8 @@ class InputValidation:
         items: list[_Item],
         warned: dict[int, str],
         outputs: Mapping[str, Any],
-        state: Mapping[str, Any],
-    ) -> dict[str, dict[str, Any]]:
+        state: SessionState,
+    ) -> dict[str, StageOutput]:
         lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for source in sources:
             mine = [i for i in items if i.source is source]
@@ -334,38 +335,16 @@ class InputValidation:
             if payload.get(name, []) == final:
                 continue
             changed[producer] = {**raw, "payload": {**payload, name: final}}
-        return {slug: _refinalize(slug, raw, outputs, state) for slug, raw in changed.items()}
+        return {slug: _refinalize(slug, raw, state) for slug, raw in changed.items()}
 
 
-def _refinalize(
-    slug: str, raw: dict[str, Any], outputs: Mapping[str, Any], state: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Re-derive the producer's computed fields (e.g. coverage), keeping the warnings."""
+def _refinalize(slug: str, raw: dict[str, Any], state: SessionState) -> StageOutput:
+    """Re-derive the producer's computed fields (e.g. coverage); items keep their warnings."""
     spec = BY_SLUG[slug]
-    typed = {
-        s: BY_SLUG[s].output_model.model_validate(o)
-        for s, o in outputs.items()
-        if s in BY_SLUG and s != slug
-    }
-    anchor = state.get("anchor")
     view = StageView(
-        idea=str(state.get("idea", "")),
-        outputs=typed,
-        anchor=ConceptAnchor.model_validate(anchor) if anchor else None,
-        appetite=state.get("appetite"),
+        idea=state.idea,
+        outputs={s: o for s, o in state.outputs.items() if s != slug},
+        anchor=state.anchor,
+        appetite=state.appetite,
     )
-    dumped = spec.complete(spec.output_model.model_validate(raw), view)[0].model_dump(mode="json")
-    for name, items in (raw.get("payload") or {}).items():
-        if isinstance(items, list) and name in dumped.get("payload", {}):
-            warnings = {
-                i.get("id"): i[WARNINGS_KEY]
-                for i in items
-                if isinstance(i, dict) and WARNINGS_KEY in i
-            }
-            dumped["payload"][name] = [
-                {**i, WARNINGS_KEY: warnings[i.get("id")]}
-                if isinstance(i, dict) and i.get("id") in warnings
-                else i
-                for i in dumped["payload"][name]
-            ]
-    return dumped
+    return spec.complete(spec.output_model.model_validate(raw), view)[0]

@@ -14,10 +14,10 @@ comes back after a rework round — stops early. The gate then shows what is sti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from haytham.pipeline.state import ReworkTracker, SessionState
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.base import normalize_key
 from haytham.schemas.verification import PhaseVerification, ReviewArtifact, ReviewIssue
@@ -41,10 +41,10 @@ class ReworkDecision:
 
     outcome: Outcome
     verification: PhaseVerification
-    tracker: dict[str, Any]
+    tracker: ReworkTracker
     route: str | None = None
     stage: str | None = None
-    reviews: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reviews: dict[str, ReviewArtifact] = field(default_factory=dict)
     note: str = ""
 
     def event(self) -> tuple[str, dict[str, Any]]:
@@ -52,7 +52,7 @@ class ReworkDecision:
         data = {
             "phase": self.verification.phase,
             "outcome": self.outcome,
-            "round": self.tracker.get("round", self.verification.round),
+            "round": self.tracker.round,
             "note": self.note,
         }
         if self.outcome == "rework":
@@ -60,20 +60,18 @@ class ReworkDecision:
                 **data,
                 "stage": self.stage,
                 "source": "verifier",
-                "reviews": self.reviews,
+                "reviews": {k: r.model_dump(mode="json") for k, r in self.reviews.items()},
             }
         if self.outcome in ("max_rounds", "stalled"):
             return "rework_stopped", data
         return "rework_cleared", data
 
 
-def issues_of(
-    phase: Phase, verification: PhaseVerification, state: Mapping[str, Any]
-) -> list[Issue]:
+def issues_of(phase: Phase, verification: PhaseVerification, state: SessionState) -> list[Issue]:
     """Blocking problems that automatic rework can address, in phase-stage order."""
     slugs = [s.slug for s in phase_stages(phase)]
-    anchor = state.get("anchor") or {}
-    properties = [normalize_key(str(i.get("property", ""))) for i in anchor.get("invariants", [])]
+    invariants = state.anchor.invariants if state.anchor else []
+    properties = [normalize_key(i.property) for i in invariants]
     found = [
         Issue(f["key"], f["stage"], f["message"], "validator")
         for f in mechanical_failures(phase, state)
@@ -113,8 +111,8 @@ def _artifacts(
     verification: PhaseVerification,
     anchor: ConceptAnchor | None,
     round_: int,
-) -> dict[str, dict[str, Any]]:
-    reviews: dict[str, dict[str, Any]] = {}
+) -> dict[str, ReviewArtifact]:
+    reviews: dict[str, ReviewArtifact] = {}
     for spec in phase_stages(phase):
         mine = [i for i in issues if i.stage == spec.slug]
         if not mine:
@@ -137,25 +135,25 @@ def _artifacts(
             + flagged,
             suggestions=_suggestions(mine, anchor),
         )
-        reviews[spec.slug] = artifact.model_dump(mode="json")
+        reviews[spec.slug] = artifact
     return reviews
 
 
 def decide(
-    phase: Phase, verification: PhaseVerification, state: Mapping[str, Any], *, max_rounds: int
+    phase: Phase, verification: PhaseVerification, state: SessionState, *, max_rounds: int
 ) -> ReworkDecision:
     """Rework the responsible stage, or open the gate (cleared, out of rounds, or stalled)."""
-    tracker = dict(((state.get("rework") or {}).get(phase.value)) or {})
-    rounds = int(tracker.get("round", 0))
+    tracker = state.rework.get(phase.value) or ReworkTracker()
+    rounds = tracker.round
     verification = verification.model_copy(update={"round": rounds})
     issues = issues_of(phase, verification, state)
     keys = sorted({i.key for i in issues})
-    done = {"round": rounds, "last_stage": tracker.get("last_stage")}
+    done = ReworkTracker(round=rounds, last_stage=tracker.last_stage)
     if not issues:
         note = f"cleared after {rounds} automatic rework round(s)" if rounds else ""
         return ReworkDecision("clear", verification, done, note=note)
     listed = "; ".join(i.detail for i in issues[:5])
-    repeated = sorted(set(keys) & set(tracker.get("keys", [])))
+    repeated = sorted(set(keys) & set(tracker.keys))
     if repeated:
         note = (
             f"automatic rework stopped after {rounds} round(s): the same violation came "
@@ -168,14 +166,13 @@ def decide(
             f"blocking: {listed}"
         )
         return ReworkDecision("max_rounds", _warn(verification, note), done, note=note)
-    anchor = ConceptAnchor.model_validate(state["anchor"]) if state.get("anchor") else None
     stage = issues[0].stage
-    reviews = _artifacts(phase, issues, verification, anchor, rounds + 1)
+    reviews = _artifacts(phase, issues, verification, state.anchor, rounds + 1)
     note = f"round {rounds + 1} of {max_rounds}: {stage} sent back ({listed})"
     return ReworkDecision(
         "rework",
         verification,
-        {"round": rounds + 1, "keys": keys, "last_stage": stage},
+        ReworkTracker(round=rounds + 1, keys=keys, last_stage=stage),
         route=BY_SLUG[stage].action,
         stage=stage,
         reviews=reviews,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from haytham.errors import ContractViolation, HaythamError
 from haytham.pipeline.context import Context
+from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
@@ -30,7 +30,7 @@ class Asker(Protocol):
 
 
 def verify_single(
-    ask: Asker, phase: Phase, state: Mapping[str, Any], *, agent: str, tier: str, row: str
+    ask: Asker, phase: Phase, state: SessionState, *, agent: str, tier: str, row: str
 ) -> PhaseVerification:
     """Ask ``agent`` for the phase's verdict; any failure is an ``inconclusive`` verdict."""
     ctx = verification_context(phase, state)

@@ -35,6 +35,7 @@ from haytham.config import Settings
 from haytham.errors import HaythamError
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
+from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
 from haytham.store import SessionFiles
@@ -145,7 +146,7 @@ def verify_swarm(
     models: ModelRuntime,
     files: SessionFiles,
     phase: Phase,
-    state: Mapping[str, Any],
+    state: SessionState,
     *,
     config: VerifyConfig,
 ) -> PhaseVerification:

@@ -1,0 +1,165 @@
+"""The shape of a session's pipeline state: one pydantic model, used by Burr's pydantic typing.
+
+Every action declares the fields it reads and writes (``@action.pydantic``); Burr hands it a
+model holding only those fields, so an undeclared read fails instead of passing unnoticed, and
+merges back only the declared writes. Everything else (gates, status, projection, validators,
+the UI) reads the same typed fields through :meth:`SessionState.of`.
+
+Persistence stays plain JSON: each field has a Burr field serde that dumps it in JSON mode and
+validates it back, so ``state.db`` rows hold no class paths, and rows written before the typed
+state (raw values, no wrapper) load unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from burr.core import State
+from burr.core.state import register_field_serde
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, TypeAdapter
+
+from haytham.schemas.anchor import ConceptAnchor
+from haytham.schemas.envelope import StageOutput
+from haytham.schemas.gate import GateRecord
+from haytham.schemas.verification import PhaseVerification, ReviewArtifact
+from haytham.stages import BY_SLUG, Phase
+from haytham.validate.model import Finding
+
+
+class RunStatus(StrEnum):
+    """Where the run stands. Stored as its value, the strings sessions have always held."""
+
+    RUNNING = "running"
+    GATE_1 = "waiting_gate_1"
+    GATE_2 = "waiting_gate_2"
+    GATE_3 = "waiting_gate_3"
+    GATE_4 = "waiting_gate_4"
+    DONE = "done"
+    REJECTED = "rejected"
+
+    @classmethod
+    def waiting(cls, gate: int) -> RunStatus:
+        return cls(f"waiting_gate_{gate}")
+
+    @property
+    def gate(self) -> int | None:
+        """The gate the run waits at, if it waits at one."""
+        return list(RunStatus).index(self) if self.value.startswith("waiting_gate_") else None
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunStatus.DONE, RunStatus.REJECTED)
+
+
+class StageMeta(BaseModel):
+    """How a stage's last run went: what the mechanical checks left open, and which anchor it
+    ran against (its digest; a changed anchor makes the stage stale)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    status: Literal["completed", "needs_attention"] = "completed"
+    attempts: int = 1
+    problems: list[str] = Field(default_factory=list)
+    at: str | None = None
+    quality_flags: dict[str, int] | None = None
+    anchor: str | None = None
+
+
+class LoggedReview(ReviewArtifact):
+    """A review a stage consumed on its re-run, kept for the record (``reviews/NN-stage.json``)."""
+
+    stage: str
+
+
+class ReworkTracker(BaseModel):
+    """The automatic rework of one phase: rounds used, the violations sent back last time (a
+    repeat stops the loop) and the stage that was reworked last."""
+
+    round: int = 0
+    keys: list[str] = Field(default_factory=list)
+    last_stage: str | None = None
+
+
+def _stage_models(outputs: dict[str, StageOutput]) -> dict[str, StageOutput]:
+    """Each output as its own stage's model (a typed payload)."""
+    typed: dict[str, StageOutput] = {}
+    for slug, out in outputs.items():
+        if slug not in BY_SLUG:
+            raise ValueError(f"no stage is called {slug!r}")
+        model = BY_SLUG[slug].output_model
+        typed[slug] = out if isinstance(out, model) else model.model_validate(out.model_dump())
+    return typed
+
+
+Outputs = Annotated[dict[str, SerializeAsAny[StageOutput]], AfterValidator(_stage_models)]
+"""Stage outputs by slug. Part of the type, so Burr's per-action subset models keep it."""
+
+
+class SessionState(BaseModel):
+    """A session's whole pipeline state (what Burr persists after every step)."""
+
+    model_config = ConfigDict(extra="ignore", validate_default=False)
+
+    session_id: str | None = None
+    idea: str = ""
+    appetite: str | None = None
+    status: RunStatus = RunStatus.RUNNING
+    route: str | None = Field(default=None, description="The action a decision routes to.")
+    anchor: ConceptAnchor | None = None
+    anchor_text: str = ""
+    outputs: Outputs = Field(default_factory=dict)
+    stage_meta: dict[str, StageMeta] = Field(default_factory=dict)
+    validations: dict[str, list[Finding]] = Field(default_factory=dict)
+    divergence: dict[str, dict[str, float]] = Field(default_factory=dict)
+    gates: dict[int, GateRecord] = Field(default_factory=dict)
+    verifications: dict[str, PhaseVerification] = Field(default_factory=dict)
+    reviews: dict[str, ReviewArtifact] = Field(default_factory=dict)
+    review_log: list[LoggedReview] = Field(default_factory=list)
+    rework: dict[str, ReworkTracker] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: SessionState | State | Mapping[str, Any]) -> SessionState:
+        """The typed state from Burr's state, a persisted row or a snapshot's ``state``."""
+        if isinstance(data, SessionState):
+            return data
+        items = data.get_all() if isinstance(data, State) else data
+        return cls.model_validate({k: v for k, v in items.items() if not k.startswith("__")})
+
+    def fields(self) -> dict[str, Any]:
+        """The field values as Burr's state holds them (typed, not dumped)."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def dump(self) -> dict[str, Any]:
+        """Plain JSON (``state.json``, exports)."""
+        return self.model_dump(mode="json")
+
+
+def gate_of(gates: Mapping[int, GateRecord], phase: Phase) -> GateRecord:
+    """The gate record of ``phase`` (a pending one before the gate first opens)."""
+    return gates.get(phase.gate) or GateRecord(gate=phase.gate, phase=phase.value)
+
+
+def payload_of(outputs: Mapping[str, StageOutput], slug: str) -> Any:
+    out = outputs.get(slug)
+    return None if out is None else out.payload
+
+
+def _register_serdes() -> None:
+    """JSON in ``state.db`` for every field; rows from before the typed state load as they are."""
+    for name, info in SessionState.model_fields.items():
+        adapter = TypeAdapter(info.annotation)
+
+        def dump(value: Any, *, _a: TypeAdapter = adapter, **_: Any) -> dict[str, Any]:
+            return {"json": _a.dump_python(value, mode="json")}
+
+        def load(value: Any, *, _a: TypeAdapter = adapter, **_: Any) -> Any:
+            if isinstance(value, dict) and value.keys() == {"json"}:
+                value = value["json"]
+            return _a.validate_python(value)
+
+        register_field_serde(name, dump, load)
+
+
+_register_serdes()
