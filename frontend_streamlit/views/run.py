@@ -106,3 +106,10 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
 
 
 progress()
+with st.expander("The pipeline graph", icon=":material/account_tree:"):
+    st.caption(
+        "Ten stages in four phases; after each phase a verifier checks it against the concept "
+        "anchor (and may send a stage back), then a gate waits for your decision. Dashed "
+        "edges are taken on a condition (a verifier's or a reviewer's route)."
+    )
+    st.graphviz_chart(b.service.graph_dot(), use_container_width=True)

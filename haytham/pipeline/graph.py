@@ -18,6 +18,7 @@ import os
 
 from burr.core import Application, ApplicationBuilder, default, when
 from burr.core.application import PRIOR_STEP
+from burr.core.graph import Graph, GraphBuilder
 from burr.core.persistence import PersisterHook, SQLitePersister
 from burr.integrations.pydantic import PydanticTypingSystem
 from burr.tracking.client import LocalTrackingClient
@@ -88,6 +89,27 @@ def edges() -> list[tuple]:
     return [("start", STAGES[0].action)] + [e for p in Phase for e in _phase_edges(p)]
 
 
+def pipeline_graph(runner: StageRunner | None = None, verifier: a.Verifier | None = None) -> Graph:
+    """The graph, its actions bound to a session's runner and verifier (with none, the same
+    graph for drawing)."""
+    bound = {"runner": runner}
+    actions = {
+        "start": a.start,
+        ANCHOR_ACTION: a.extract_anchor.bind(**bound),
+        **{s.action: a.run_stage.bind(spec=s, **bound) for s in STAGES},
+        **{verify_name(p): a.verify_phase.bind(phase=p, verifier=verifier) for p in Phase},
+        **{gate_name(p): a.gate.bind(phase=p) for p in Phase},
+        "end": a.end,
+    }
+    return GraphBuilder().with_actions(**actions).with_transitions(*edges()).build()
+
+
+def graph_dot() -> str:
+    """The graph as Graphviz DOT, drawn by Burr (docs/pipeline-graph.dot, the session page)."""
+    drawn = pipeline_graph().visualize(include_conditions=True)
+    return drawn.source if drawn is not None else ""
+
+
 def build_application(
     runner: StageRunner,
     verifier: a.Verifier | None,
@@ -100,19 +122,10 @@ def build_application(
 ) -> Application:
     saver = persister(str(runner.files.state_db))
     loader = saver if fork_from is None else persister(str(fork_db))
-    actions = {
-        "start": a.start,
-        ANCHOR_ACTION: a.extract_anchor.bind(runner=runner),
-        **{s.action: a.run_stage.bind(spec=s, runner=runner) for s in STAGES},
-        **{verify_name(p): a.verify_phase.bind(phase=p, verifier=verifier) for p in Phase},
-        **{gate_name(p): a.gate.bind(phase=p) for p in Phase},
-        "end": a.end,
-    }
     projector = Projector(runner.files)
     builder = (
         ApplicationBuilder()
-        .with_actions(**actions)
-        .with_transitions(*edges())
+        .with_graph(pipeline_graph(runner, verifier))
         .with_typing(PydanticTypingSystem(SessionState))
         .initialize_from(
             loader,
@@ -136,3 +149,24 @@ def build_application(
     position = app.state.get(PRIOR_STEP) if app.sequence_id is not None else None
     projector.project(state, position=position, sequence_id=app.sequence_id)
     return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m haytham.pipeline.graph STEM``: write STEM.dot and, where Graphviz's ``dot`` is
+    installed, STEM.svg (``make graph`` draws docs/pipeline-graph)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    stem = Path((argv if argv is not None else sys.argv[1:])[0])
+    dot = stem.with_suffix(".dot")
+    dot.write_text(graph_dot(), encoding="utf-8")
+    try:
+        subprocess.run(["dot", "-Tsvg", str(dot), "-o", str(stem.with_suffix(".svg"))], check=True)
+    except FileNotFoundError:
+        print("Graphviz's dot is not installed: wrote only the DOT file", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
