@@ -55,10 +55,10 @@ def build_session(sessions: Path) -> None:
         HAYTHAM_SESSIONS_DIR=str(sessions),
         HAYTHAM_RETRY_DELAY="0",
     )
+    from haytham.app import make_service
     from haytham.config import load_settings
-    from haytham.service import Haytham
 
-    with Haytham(load_settings(dotenv=None), tracking=False) as svc:
+    with make_service(load_settings(dotenv=None), tracking=False) as svc:
         svc.create_session(IDEA.read_text("utf-8"), session_id=SID)
         outcome = svc.run(SID, auto_approve=True)
     if outcome.status != "done":

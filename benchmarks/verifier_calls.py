@@ -23,11 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
-from haytham.service import Haytham  # noqa: E402
 from haytham.stages import STAGES, Phase  # noqa: E402
 from haytham.verify.config import VerifyConfig  # noqa: E402
-from haytham.verify.factory import make_verifier  # noqa: E402
 
 CASSETTES = ROOT / "tests/fixtures/cassettes/power_of_8"
 IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text(encoding="utf-8")
@@ -60,7 +59,7 @@ def run(input_validation: bool) -> Counter[str]:
             cassette=cassette,
             sessions_dir=Path(tmp) / "sessions",
         )
-        with Haytham(settings, verifier_factory=make_verifier, tracking=False) as svc:
+        with make_service(settings, tracking=False) as svc:
             sid = svc.create_session(IDEA, session_id="bench")
             outcome = svc.run(sid, auto_approve=True)
             if outcome.status != "done":

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from haytham.config import Settings
+from haytham.models.factory import ModelRuntime
 from haytham.pipeline.state import SessionState
 from haytham.service import Haytham
 from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
@@ -34,9 +35,22 @@ class PostValidation:
         return list(report.findings), report.divergence.get(slug, {})
 
 
-def make_service(settings: Settings) -> Haytham:
+def make_service(
+    settings: Settings,
+    *,
+    models: ModelRuntime | None = None,
+    tracking: bool = True,
+    verifiers: bool = True,
+    validation: PostValidation | None = None,
+) -> Haytham:
+    """The service as the product runs it: the phase verifiers (each phase's strategy from
+    ``settings.verify``; ``verifiers=False`` only for a measured "without verifiers" run) and the
+    post-validators after every stage (``validation`` shares one, and its embedding model,
+    between services of one process)."""
     return Haytham(
         settings,
-        verifier_factory=make_verifier,
-        post_validator=PostValidation(settings.validators),
+        models=models,
+        tracking=tracking,
+        verifier_factory=make_verifier if verifiers else None,
+        post_validator=validation or PostValidation(settings.validators),
     )

@@ -22,7 +22,7 @@ from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
-from haytham.pipeline.graph import build_application, gate_name
+from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import PostValidator, StageRunner
 from haytham.pipeline.state import SessionState
@@ -67,11 +67,14 @@ class Haytham:
         self,
         settings: Settings,
         *,
+        verifier_factory: VerifierFactory | None,
+        post_validator: PostValidator | None,
         models: ModelRuntime | None = None,
-        verifier_factory: VerifierFactory | None = None,
-        post_validator: PostValidator | None = None,
         tracking: bool = True,
     ) -> None:
+        """Built by :func:`haytham.app.make_service`, which wires the verifiers and validators
+        every session runs with; both are required here so that a service without them is
+        never built by accident."""
         self.settings = settings
         self.store = SessionStore(settings.sessions_dir)
         self._own_models = models is None
@@ -336,6 +339,11 @@ class Haytham:
     def updated_at(self, session_id: str) -> str:
         """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
         return self.store.open(session_id).updated_at()
+
+    @staticmethod
+    def graph_dot() -> str:
+        """The pipeline graph as Graphviz DOT, drawn by Burr from the stage specs."""
+        return graph_dot()
 
     def blocking(self, state: SessionState | str, gate: int) -> list[Any]:
         """The open blocking items at ``gate`` (each a ``BlockingItem``: ``id``, ``stage``,

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from haytham.app import make_service
+from haytham.app import PostValidation, make_service
 from haytham.config import TIERS, Settings
 from haytham.evals import calibration as cal
 from haytham.evals.aggregate import mean_or_none
@@ -123,29 +123,27 @@ class _Suite:
             update["record_to"] = self.c.record_dir / f"{idea.id}.jsonl"
         return base.model_copy(update=update)
 
-    def _services(self, pipe: Settings) -> tuple[Haytham, Haytham, Haytham | None]:
-        """(as configured, verifiers off, verifiers on or None) — all share one runtime."""
-        wired = make_service(pipe)
-        wired.close()
-        vf, pv = wired.verifier_factory, wired.post_validator
-        self.verifiers = "on" if vf is not None else "off (make_service wires no verifier)"
+    def _services(self, pipe: Settings) -> tuple[Haytham, Haytham]:
+        """(as the product runs, verifiers off): one runtime and one embedding model."""
+        validation = PostValidation(pipe.validators)
 
-        def make(factory: Any) -> Haytham:
-            return Haytham(
+        def make(verifiers: bool) -> Haytham:
+            return make_service(
                 pipe,
                 models=self.runtime,
-                verifier_factory=factory,
-                post_validator=pv,
                 tracking=False,
+                verifiers=verifiers,
+                validation=validation,
             )
 
-        return make(vf), make(None), (make(vf) if vf is not None else None)
+        self.verifiers = "on"
+        return make(True), make(False)
 
     def run_idea(self, idea: EvalIdea, rubrics: list[Any]) -> dict[str, Any]:
         started, before = time.perf_counter(), self.meter.snapshot()
         pipe = self._settings_for(self.c.pipe, idea)
         jsettings = self._settings_for(self.c.settings, idea)
-        svc, svc_off, svc_on = self._services(pipe)
+        svc, svc_off = self._services(pipe)
         self.log(f"[{idea.id}] pipeline ({pipe.provider})")
         sid = session_id_for(idea.id, idea.text, pipe)
         if self.reuse:
@@ -194,7 +192,7 @@ class _Suite:
         calibration = cal.calibrate(
             cal.judge_issues(judgements.values()), flags, _validator_names()
         )
-        chaos = self._chaos(idea, clean, svc_off, svc_on) if clean.status == "done" else []
+        chaos = self._chaos(idea, clean, svc_off, svc) if clean.status == "done" else []
         pipeline_tokens = (
             pipeline_tokens[0] + sum(r.input_tokens for r in chaos),
             pipeline_tokens[1] + sum(r.output_tokens for r in chaos),
@@ -208,9 +206,8 @@ class _Suite:
             pipe, jsettings, pipeline_tokens, (tin - pipeline_tokens[0], tout - pipeline_tokens[1])
         )
         scores = [j.score for j in judgements.values()]
-        for s in (svc, svc_off, svc_on):
-            if s is not None:
-                s.close()
+        svc.close()
+        svc_off.close()
         return {
             "id": idea.id,
             "title": idea.title,
@@ -237,15 +234,11 @@ class _Suite:
             },
         }
 
-    def _chaos(
-        self, idea: EvalIdea, clean: Any, off: Haytham, on: Haytham | None
-    ) -> list[ChaosResult]:
+    def _chaos(self, idea: EvalIdea, clean: Any, off: Haytham, on: Haytham) -> list[ChaosResult]:
         prefer = [k for inv in idea.expected.invariants for k in inv.any_of]
         results: list[ChaosResult] = []
         for spec in self.c.chaos:
             for label, svc in (("off", off), ("on", on)):
-                if svc is None:
-                    continue
                 self.log(f"[{idea.id}] chaos {spec.label}, verifiers {label}")
                 result = run_chaos(svc, clean, spec, label, self.meter, prefer)
                 if result.status in ("partial", "skipped"):

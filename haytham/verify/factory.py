@@ -1,7 +1,7 @@
 """``make_verifier``: the phase verifier one session uses, built from the environment.
 
 The service calls ``make_verifier(settings, models, files)`` once per session per process
-(``Haytham(settings, verifier_factory=make_verifier)``); the graph's ``verify_<phase>`` actions
+(:func:`haytham.app.make_service` wires it); the graph's ``verify_<phase>`` actions
 call the result right before each gate. Contracts compose cheapest first (seed 004): if a
 phase's mechanical checks failed (a stage check after its re-ask, a blocking validator finding),
 the verifier is not run and the verdict is ``inconclusive`` with that reason; otherwise the
