@@ -238,7 +238,12 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
     if args.command == "validate":
         from haytham.validate import cli_main
 
-        return cli_main(args.target, as_json=args.json, sessions_dir=settings.sessions_dir)
+        return cli_main(
+            args.target,
+            as_json=args.json,
+            sessions_dir=settings.sessions_dir,
+            validators=settings.validators,
+        )
     with _service(settings) as svc:
         return _session_cmd(args, settings, svc)
 
