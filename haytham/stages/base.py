@@ -65,6 +65,17 @@ def _no_check(output: StageOutput, view: StageView) -> list[str]:
 
 
 @dataclass(frozen=True)
+class ItemSource:
+    """Items an earlier stage produced that this stage consumes and validates before it runs
+    (receiving-stage validation, seed 000): ``outputs[producer].payload[field]``."""
+
+    producer: str
+    field: str
+    model: type
+    kind: str  # how the prompts name one item, e.g. "scope item"
+
+
+@dataclass(frozen=True)
 class StageSpec:
     number: int
     slug: str
@@ -78,6 +89,16 @@ class StageSpec:
     tools: tuple[str, ...] = ()  # tools the stage's agent may call (when configured)
     blocker: Blocker | None = None
     bound: Bound | None = None
+    # payload lists of traceable items that describe the whole product at this stage's level,
+    # as (field, out_of_scope); such a stage must evidence every invariant (descriptive)
+    items: tuple[tuple[str, bool], ...] = ()
+    receives: tuple[ItemSource, ...] = ()  # items validated before the stage runs
+    # earlier, approved stages whose payloads the phase verifier reads beside this stage
+    verified_with: tuple[str, ...] = ()
+
+    @property
+    def descriptive(self) -> bool:
+        return bool(self.items)
 
     @property
     def action(self) -> str:

@@ -10,8 +10,8 @@ from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.schemas.ids import Refs
 from haytham.schemas.traits import ItemDeployment, near_value
-from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.capability_model import relink_to_capabilities
+from haytham.stages.base import ItemSource, Phase, StageSpec, StageView
+from haytham.stages.capability_model import Capability, NonFunctional, relink_to_capabilities
 
 
 class BuildBuyItem(Traceable):
@@ -84,4 +84,10 @@ SPEC = StageSpec(
     needs=("capability-model", "system-traits"),
     finalize=finalize,
     check=check,
+    receives=(
+        ItemSource("capability-model", "functional", Capability, "functional capability"),
+        ItemSource(
+            "capability-model", "non_functional", NonFunctional, "non-functional capability"
+        ),
+    ),
 )

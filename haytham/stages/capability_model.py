@@ -10,8 +10,8 @@ from pydantic import Field, model_validator
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
-from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.mvp_scope import SCOPE_IDS
+from haytham.stages.base import ItemSource, Phase, StageSpec, StageView
+from haytham.stages.mvp_scope import SCOPE_IDS, ScopeItem
 
 FUNCTIONAL_IDS = IdScheme("CAP-F-", 3)
 NON_FUNCTIONAL_IDS = IdScheme("CAP-NF-", 3)
@@ -113,4 +113,6 @@ SPEC = StageSpec(
     needs=("mvp-scope",),
     finalize=finalize,
     check=check,
+    items=(("functional", False), ("non_functional", False)),
+    receives=(ItemSource("mvp-scope", "in_scope", ScopeItem, "scope item"),),
 )

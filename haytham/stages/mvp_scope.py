@@ -116,4 +116,6 @@ SPEC = StageSpec(
     MvpScopeOutput,
     needs=("idea-analysis", "validation-summary"),
     check=check,
+    items=(("in_scope", False), ("out_of_scope", True)),
+    verified_with=("validation-summary",),
 )

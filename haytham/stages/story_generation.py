@@ -14,9 +14,9 @@ from pydantic.json_schema import SkipJsonSchema
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
-from haytham.stages.architecture_decisions import DECISION_IDS
-from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.capability_model import CAPABILITY_IDS
+from haytham.stages.architecture_decisions import DECISION_IDS, Decision
+from haytham.stages.base import ItemSource, Phase, StageSpec, StageView
+from haytham.stages.capability_model import CAPABILITY_IDS, Capability
 from haytham.stages.mvp_scope import APPETITES, DEFAULT_APPETITE
 
 APPETITE_BOUNDS = {name: size.max_stories for name, size in APPETITES.items()}
@@ -173,5 +173,11 @@ SPEC = StageSpec(
     needs=("mvp-scope", "capability-model", "system-traits", "architecture-decisions"),
     finalize=finalize,
     check=check,
+    items=(("stories", False),),
+    receives=(
+        ItemSource("capability-model", "functional", Capability, "functional capability"),
+        ItemSource("architecture-decisions", "decisions", Decision, "architecture decision"),
+    ),
+    verified_with=("capability-model", "architecture-decisions", "system-traits"),
     bound=appetite_bound,
 )

@@ -124,4 +124,5 @@ SPEC = StageSpec(
     "System traits",
     SystemTraitsOutput,
     needs=("mvp-scope", "capability-model"),
+    verified_with=("capability-model",),
 )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.schemas.envelope import InvariantOverride, StageOutput
-from haytham.stages import STAGES
+from haytham.stages import BY_SLUG, STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
 from haytham.validate.text import snake
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 STAGE_NUMBER: Mapping[str, int] = MappingProxyType({s.slug: s.number for s in STAGES})
 WHAT_HOW_STORIES: tuple[str, ...] = tuple(s.slug for s in STAGES if s.number >= 5)
-DESCRIPTIVE: tuple[str, ...] = ("mvp-scope", "capability-model", "story-generation")
+DESCRIPTIVE: tuple[str, ...] = tuple(s.slug for s in STAGES if s.descriptive)
 """Stages that describe the whole product at their level; each must evidence every invariant."""
 
 COMPUTED_KEYS = (
@@ -148,15 +148,6 @@ class Item:
     out: bool = False  # an mvp-scope OUT-of-scope item
 
 
-_ITEM_LISTS: Mapping[str, tuple[tuple[str, bool], ...]] = MappingProxyType(
-    {
-        "mvp-scope": (("in_scope", False), ("out_of_scope", True)),
-        "capability-model": (("functional", False), ("non_functional", False)),
-        "story-generation": (("stories", False),),
-    }
-)
-
-
 def _item_text(item: Any) -> str:
     parts = [getattr(item, k, "") for k in ("title", "name", "description", "user_flow")]
     parts += list(getattr(item, "acceptance_criteria", []) or [])
@@ -167,7 +158,7 @@ def stage_items(ctx: Context, slug: str) -> list[Item]:
     """The IN and OUT items of a descriptive stage, with their references resolved to ids."""
     payload, anchor = ctx.payload(slug), ctx.snap.anchor
     out: list[Item] = []
-    for key, is_out in _ITEM_LISTS.get(slug, ()):
+    for key, is_out in BY_SLUG[slug].items if slug in BY_SLUG else ():
         for it in payload_items(payload, key):
             out.append(
                 Item(

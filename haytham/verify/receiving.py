@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -33,9 +32,7 @@ from haytham.redact import redact
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG, StageSpec, StageView
-from haytham.stages.architecture_decisions import Decision
-from haytham.stages.capability_model import Capability, NonFunctional
-from haytham.stages.mvp_scope import ScopeItem
+from haytham.stages.base import ItemSource
 from haytham.store import SessionFiles
 from haytham.verify.config import input_validator_agent, reviser_agent
 from haytham.verify.single import Asker
@@ -46,33 +43,6 @@ logger = logging.getLogger(__name__)
 MAX_VALIDATION_RETRIES = 2
 TIER = "light"
 WARNINGS_KEY = "validation_warnings"
-
-
-@dataclass(frozen=True)
-class ItemSource:
-    """Where a boundary's items live: ``outputs[producer].payload[field]``."""
-
-    producer: str
-    field: str
-    model: type[TolerantModel]
-    kind: str
-
-
-BOUNDARIES: Mapping[str, tuple[ItemSource, ...]] = MappingProxyType(
-    {
-        "capability-model": (ItemSource("mvp-scope", "in_scope", ScopeItem, "scope item"),),
-        "build-buy-analysis": (
-            ItemSource("capability-model", "functional", Capability, "functional capability"),
-            ItemSource(
-                "capability-model", "non_functional", NonFunctional, "non-functional capability"
-            ),
-        ),
-        "story-generation": (
-            ItemSource("capability-model", "functional", Capability, "functional capability"),
-            ItemSource("architecture-decisions", "decisions", Decision, "architecture decision"),
-        ),
-    }
-)
 
 
 class InputRejection(TolerantModel):
@@ -122,7 +92,7 @@ class InputValidation:
 
     def receive(self, spec: StageSpec, state: SessionState) -> Received | None:
         """Validate ``spec``'s input items; ``None`` where the stage is no receiving boundary."""
-        sources = BOUNDARIES.get(spec.slug)
+        sources = spec.receives
         outputs = {slug: out.model_dump(mode="json") for slug, out in state.outputs.items()}
         if not sources or any(s.producer not in outputs for s in sources):
             return None

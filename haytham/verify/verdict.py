@@ -12,28 +12,23 @@ blocking violations, stage names are mapped to the phase's slugs, and an answer 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from haytham.pipeline.context import Context, quote_idea
 from haytham.pipeline.state import SessionState
 from haytham.redact import redact
 from haytham.schemas.verification import PhaseVerification
-from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
+from haytham.stages import BY_SLUG, STAGES, STORY_STAGE, Phase, phase_stages
 from haytham.stages.base import PROMPTS_DIR
 from haytham.stages.mvp_scope import DEFAULT_APPETITE
 from haytham.stages.story_generation import APPETITE_BOUNDS
 
 VERIFIER_PROMPTS = PROMPTS_DIR / "verifiers"
-REFERENCES: Mapping[Phase, tuple[str, ...]] = MappingProxyType(
-    {
-        Phase.WHY: (),
-        Phase.WHAT: ("validation-summary",),
-        Phase.HOW: ("capability-model",),
-        Phase.STORIES: ("capability-model", "architecture-decisions", "system-traits"),
-    }
-)
+
+
+def references(phase: Phase) -> tuple[str, ...]:
+    """Earlier, approved stages whose payloads the phase's verifier reads (from the specs)."""
+    return tuple(dict.fromkeys(r for s in phase_stages(phase) for r in s.verified_with))
 
 
 def load_prompt(name: str) -> str:
@@ -129,15 +124,15 @@ def verification_context(phase: Phase, state: SessionState) -> Context:
             f"## Output of {spec.slug} (stage {spec.number}: {spec.title})",
             body,
         )
-    for slug in REFERENCES[phase]:
+    for slug in references(phase):
         if slug in outputs:
             ctx.add(
                 f"ref:{slug}",
                 f"## Reference: {slug} payload (an earlier, approved stage)",
                 f"```json\n{_dump(outputs[slug].get('payload', {}))}\n```",
             )
-    if phase is Phase.STORIES:
-        payload = (outputs.get("story-generation") or {}).get("payload") or {}
+    if phase is STORY_STAGE.phase:
+        payload = (outputs.get(STORY_STAGE.slug) or {}).get("payload") or {}
         appetite = payload.get("appetite") or state.appetite or DEFAULT_APPETITE
         count = len(payload.get("stories") or [])
         bound = APPETITE_BOUNDS.get(appetite, APPETITE_BOUNDS[DEFAULT_APPETITE])
