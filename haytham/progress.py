@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from haytham.errors import HaythamError
-from haytham.stages import BY_SLUG, STAGES
+from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.stages.base import Phase
 from haytham.store import SessionStore
 
-ANCHOR_ROW = "anchor-extraction"
 VERIFY_PREFIX = "verify-"
 INPUTS_PREFIX = "validate-input:"
 Event = dict[str, Any]
@@ -43,7 +42,7 @@ class StageProgress:
 
     stage: str
     tag: str  # "[ 3/10]", "[anchor]", "[gate 2]"
-    name: str  # what the row does, e.g. "risk-assessment" or "verifying WHAT (swarm)"
+    name: str  # what the row does: a stage's slug, or e.g. "verifying WHAT (swarm)"
     started_at: float  # time.monotonic() when the start was seen
     status: str = "running"
     elapsed_s: float = 0.0
@@ -86,7 +85,7 @@ def describe(stage: str, data: dict[str, Any]) -> tuple[str, str]:
     rework = " (rework)" if data.get("rework") else ""
     if spec is not None:
         return f"[{spec.number:>2}/{len(STAGES)}]", stage + rework
-    if stage == ANCHOR_ROW:
+    if stage == ANCHOR_AGENT:
         return "[anchor]", "concept anchor" + rework
     if stage.startswith(INPUTS_PREFIX):
         consumer = stage.removeprefix(INPUTS_PREFIX)

@@ -29,15 +29,15 @@ from haytham.pipeline.graph import PARTITION, persister
 from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
-from haytham.stages import BY_SLUG, STAGES
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES, market_context
 from haytham.store import SessionFiles
 
-ANCHOR = "anchor-extraction"
+ANCHOR = ANCHOR_AGENT
 Kind = Literal["competitor", "statistic", "invariant"]
 KINDS: tuple[Kind, ...] = ("competitor", "statistic", "invariant")
 DEFAULT_STAGE: Mapping[str, str] = {
-    "competitor": "market-context",
-    "statistic": "market-context",
+    "competitor": market_context.SPEC.slug,
+    "statistic": market_context.SPEC.slug,
     "invariant": ANCHOR,
 }
 COMPETITOR = {
@@ -128,11 +128,11 @@ class ChaosSpec(BaseModel):
 
     def fork_stage(self) -> str:
         """The stage the fork resumes at: the one right after the injected stage."""
-        number = 1 if self.stage == ANCHOR else BY_SLUG[self.stage].number
+        number = ANCHOR_SOURCE.number if self.stage == ANCHOR else BY_SLUG[self.stage].number
         return STAGES[number].slug
 
     def later_stages(self) -> list[str]:
-        number = 1 if self.stage == ANCHOR else BY_SLUG[self.stage].number
+        number = ANCHOR_SOURCE.number if self.stage == ANCHOR else BY_SLUG[self.stage].number
         return [s.slug for s in STAGES if s.number > number]
 
 

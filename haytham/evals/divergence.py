@@ -17,10 +17,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from haytham import validate
+from haytham.stages import STORY_STAGE, idea_analysis, mvp_scope
 
 log = logging.getLogger(__name__)
 TARGET = 0.60
-KEY_STAGES = ("idea-analysis", "mvp-scope", "story-generation")  # ADR 7e: stages 1, 5, 10
+KEY_STAGES = (idea_analysis.SPEC.slug, mvp_scope.SPEC.slug, STORY_STAGE.slug)  # ADR 7e: 1, 5, 10
 
 
 class Encoder(Protocol):
@@ -62,7 +63,7 @@ def analyse_session(
         note = f"analysis failed: {type(exc).__name__}: {exc}"
     if not embeddings:
         note = note or "embeddings off (HAYTHAM_EMBEDDINGS=off or --no-embeddings)"
-    final = (curve.get("story-generation") or {}).get("idea")
+    final = (curve.get(STORY_STAGE.slug) or {}).get("idea")
     section = {
         "source": source,
         "curve": curve,

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from haytham.errors import ConfigError, InputError
+from haytham.stages import mvp_scope, system_traits
 from haytham.stages.mvp_scope import Appetite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -125,7 +126,7 @@ def check_expected(idea: EvalIdea, state: Mapping[str, Any]) -> list[Check]:
     """Compare the pipeline's state with ``idea.expected`` (no model calls)."""
     exp = idea.expected
     checks: list[Check] = []
-    traits = _payload(state, "system-traits")
+    traits = _payload(state, system_traits.SPEC.slug)
 
     def trait(name: str) -> Any:
         return None if traits is None else (traits.get(name) or {}).get("value")
@@ -157,7 +158,7 @@ def check_expected(idea: EvalIdea, state: Mapping[str, Any]) -> list[Check]:
             else interface_matches(exp.primary_interface, str(interface)),
         )
     )
-    scope = _payload(state, "mvp-scope")
+    scope = _payload(state, mvp_scope.SPEC.slug)
     appetite = None if scope is None else scope.get("appetite")
     checks.append(
         Check(

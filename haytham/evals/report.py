@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from haytham.stages import idea_analysis, mvp_scope, story_generation
 from haytham.store import atomic_write
 
 SCHEMA = "haytham-eval-report/1"
@@ -251,8 +252,8 @@ def render_summary(report: Mapping[str, Any]) -> str:
         d = idea["divergence"]
         kp = d.get("key_points") or {}
         lines.append(
-            f"| {idea['id']} | {_fmt(kp.get('idea-analysis'))} | "
-            f"{_fmt(kp.get('mvp-scope'))} | {_fmt(kp.get('story-generation'))} | "
+            f"| {idea['id']} | {_fmt(kp.get(idea_analysis.SPEC.slug))} | "
+            f"{_fmt(kp.get(mvp_scope.SPEC.slug))} | {_fmt(kp.get(story_generation.SPEC.slug))} | "
             f"{_fmt(d.get('target_met'))}{' – ' + d['note'] if d.get('note') else ''} |"
         )
     chaos = [(i["id"], row) for i in ideas for row in (i.get("chaos") or {}).get("summary", [])]

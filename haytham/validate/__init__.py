@@ -2,7 +2,7 @@
 
 Public API::
 
-    report = run_validators(load_snapshot(path), stages={"build-buy-analysis"}, embedder=emb)
+    report = run_validators(load_snapshot(path), stages={spec.slug}, embedder=emb)
     report.findings      # list[Finding]: validator, severity, stage, invariant, message, evidence
     report.divergence    # slug -> {"idea": cosine, "anchor": cosine}
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from haytham.stages import idea_analysis, market_context, risk_assessment
 from haytham.validate.common import STAGE_NUMBER, Context, finding
 from haytham.validate.lexicon import hits, key_terms
 from haytham.validate.model import CLAIM_CONSISTENCY, Finding
@@ -43,7 +44,7 @@ def _stated(ctx: Context) -> list[tuple[str, str, Quantity]]:
     for slug in sorted(ctx.snap.outputs, key=lambda s: STAGE_NUMBER.get(s, 99)):
         out = ctx.snap.outputs[slug]
         statements = [c.statement for c in out.claims]
-        if slug == "market-context":
+        if slug == market_context.SPEC.slug:
             statements.append(out.payload.market_size)
         for statement in dict.fromkeys(statements):
             rows += [(slug, statement, q) for q in extract(statement)]
@@ -178,10 +179,10 @@ def founder_support(
 
 
 def _phantom(ctx: Context) -> list[Finding]:
-    risk = ctx.payload("risk-assessment")
-    if risk is None or not ctx.wants("risk-assessment") or not ctx.snap.idea.strip():
+    risk = ctx.payload(risk_assessment.SPEC.slug)
+    if risk is None or not ctx.wants(risk_assessment.SPEC.slug) or not ctx.snap.idea.strip():
         return []
-    analysis = ctx.output("idea-analysis")
+    analysis = ctx.output(idea_analysis.SPEC.slug)
     restated = (
         ". ".join([analysis.tldr, analysis.content, *strings_of(analysis.payload)])
         if analysis is not None
@@ -201,7 +202,7 @@ def _phantom(ctx: Context) -> list[Finding]:
             found.append(
                 finding(
                     NAME,
-                    "risk-assessment",
+                    risk_assessment.SPEC.slug,
                     "risk-assessment attributes to the founder a claim the "
                     f"idea never makes ({why})",
                     evidence=f"{short(claim.statement, 140)!r}; missing terms {missing[:6]}",

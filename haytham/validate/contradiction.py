@@ -23,6 +23,13 @@ import re
 
 import numpy as np
 
+from haytham.stages import (
+    architecture_decisions,
+    build_buy_analysis,
+    capability_model,
+    story_generation,
+    system_traits,
+)
 from haytham.validate.common import Context, finding
 from haytham.validate.lexicon import GENERIC
 from haytham.validate.model import EMBEDDING_CONTRADICTION, Finding
@@ -32,9 +39,9 @@ from haytham.validate.text import short, term_set
 
 NAME = EMBEDDING_CONTRADICTION
 PAIRS: tuple[tuple[str, str], ...] = (
-    ("system-traits", "build-buy-analysis"),
-    ("build-buy-analysis", "architecture-decisions"),
-    ("capability-model", "story-generation"),
+    (system_traits.SPEC.slug, build_buy_analysis.SPEC.slug),
+    (build_buy_analysis.SPEC.slug, architecture_decisions.SPEC.slug),
+    (capability_model.SPEC.slug, story_generation.SPEC.slug),
 )
 MAX_PER_PAIR = 3
 _RULE = re.compile(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from haytham.stages import architecture_decisions, story_generation
 from haytham.validate.common import Context, finding
 from haytham.validate.model import FRAMEWORK_COHERENCE, Finding
 from haytham.validate.negation import negated_at
@@ -176,7 +177,7 @@ def _describe(uses: dict[str, list[str]]) -> str:
 
 
 def check(ctx: Context) -> list[Finding]:
-    sg, ad = ctx.payload("story-generation"), ctx.payload("architecture-decisions")
+    sg, ad = ctx.payload(story_generation.SPEC.slug), ctx.payload(architecture_decisions.SPEC.slug)
     # (component key, kind) -> framework name -> sources
     table: dict[tuple[str, str], dict[str, list[str]]] = {}
     labels: dict[str, str] = {}
@@ -220,9 +221,12 @@ def check(ctx: Context) -> list[Finding]:
         decided = {n: srcs for n, srcs in decided.items() if srcs}
         # decisions that conflict among themselves are architecture-decisions' problem; stories
         # that add a conflicting framework are story-generation's
-        for stage, table_uses in (("architecture-decisions", decided), ("story-generation", uses)):
+        for stage, table_uses in (
+            (architecture_decisions.SPEC.slug, decided),
+            (story_generation.SPEC.slug, uses),
+        ):
             pairs = _conflicts(table_uses)
-            if stage == "story-generation":
+            if stage == story_generation.SPEC.slug:
                 pairs = [
                     p for p in pairs if any(not x.startswith("DEC-") for n in p for x in uses[n])
                 ]

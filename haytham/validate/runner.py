@@ -1,7 +1,7 @@
 """Run every validator over a snapshot: lexical ones first, then the two embedding validators.
 
-``stages=None`` validates the whole session; ``stages={"build-buy-analysis"}`` keeps only findings
-whose subject is that stage and embeds only what those findings need (the stage, its pair
+``stages=None`` validates the whole session; ``stages={spec.slug}`` keeps only findings whose
+subject is that stage and embeds only what those findings need (the stage, its pair
 partner, the idea and the anchor — the embedder's cache already holds the latter after the first
 stage), so the pipeline can call it after every stage.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from haytham.errors import HaythamError
-from haytham.stages import get_stage
+from haytham.stages import get_stage, idea_analysis
 from haytham.validate import (
     appetite,
     claims,
@@ -60,8 +60,8 @@ def _guarded(name: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
 
 def _embedding_stages(ctx: Context) -> set[str]:
     slugs = {s for s in ctx.snap.outputs if ctx.wants(s)} | contradiction.needed(ctx)
-    if slugs & set(DESCRIPTIVE) and "idea-analysis" in ctx.snap.outputs:
-        slugs.add("idea-analysis")  # the reference for "possibly dropped"
+    if slugs & set(DESCRIPTIVE) and idea_analysis.SPEC.slug in ctx.snap.outputs:
+        slugs.add(idea_analysis.SPEC.slug)  # the reference for "possibly dropped"
     return slugs
 
 

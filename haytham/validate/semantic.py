@@ -17,6 +17,7 @@ import numpy as np
 
 from haytham.schemas.anchor import ConceptAnchor, IdentityFeature, Invariant
 from haytham.schemas.envelope import StageOutput
+from haytham.stages import idea_analysis
 from haytham.validate.common import (
     COMPUTED_KEYS,
     STAGE_NUMBER,
@@ -217,8 +218,8 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
             item_slices[slug] = {i.id: take(sentences(i.text) or [i.text]) for i in carriers}
     matrix = ctx.embedder.encode(texts)
     reference = matrix[idea_slice]
-    if "idea-analysis" in stage_segs:
-        segs, s = stage_segs["idea-analysis"]
+    if idea_analysis.SPEC.slug in stage_segs:
+        segs, s = stage_segs[idea_analysis.SPEC.slug]
         kept = [i for i, seg in zip(range(s.start, s.stop), segs, strict=True) if not seg.excluded]
         reference = matrix[kept] if kept else reference
     return SessionVectors(

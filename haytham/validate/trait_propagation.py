@@ -29,6 +29,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
+from haytham.stages import (
+    architecture_decisions,
+    build_buy_analysis,
+    story_generation,
+    system_traits,
+)
 from haytham.validate.common import Context, anchor_invariants, finding, override_for, resolved
 from haytham.validate.lexicon import key_terms
 from haytham.validate.model import TRAIT_PROPAGATION, Finding
@@ -208,7 +214,7 @@ def derive_constraints(ctx: Context) -> list[Constraint]:
             continue
         src = f"{inv.id} {inv.property} ({inv.polarity} {ref[0]}={ref[1]})"
         out += [Constraint(k, a, src, inv) for k, a in _implied(*ref, inv.polarity)]
-    traits = ctx.payload("system-traits")
+    traits = ctx.payload(system_traits.SPEC.slug)
     if traits is not None:
         for trait in (
             "realtime",
@@ -226,8 +232,8 @@ def derive_constraints(ctx: Context) -> list[Constraint]:
 
 
 def _traits_vs_anchor(ctx: Context) -> list[Finding]:
-    out = ctx.output("system-traits")
-    if out is None or ctx.snap.anchor is None or not ctx.wants("system-traits"):
+    out = ctx.output(system_traits.SPEC.slug)
+    if out is None or ctx.snap.anchor is None or not ctx.wants(system_traits.SPEC.slug):
         return []
     found: list[Finding] = []
     for inv in ctx.snap.anchor.invariants:
@@ -242,7 +248,7 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
         found.append(
             finding(
                 NAME,
-                "system-traits",
+                system_traits.SPEC.slug,
                 f"system-traits sets {trait} = {actual}, but {inv.id} {inv.property} "
                 f"{inv.polarity} {trait}={value} ({short(inv.value, 60)!r}) and is not overridden",
                 invariant=inv,
@@ -274,12 +280,12 @@ def _chosen(rationale: str, alternatives: list[str]) -> str:
 def _items(ctx: Context) -> list[_Row]:
     """Every build-buy item, decision and story, as the checks see it."""
     rows: list[_Row] = []
-    bb = ctx.payload("build-buy-analysis")
-    if bb is not None and ctx.wants("build-buy-analysis"):
+    bb = ctx.payload(build_buy_analysis.SPEC.slug)
+    if bb is not None and ctx.wants(build_buy_analysis.SPEC.slug):
         for i in bb.items:
             rows.append(
                 _Row(
-                    "build-buy-analysis",
+                    build_buy_analysis.SPEC.slug,
                     i.need,
                     f"need {i.need!r} ({i.recommendation} {i.service})".replace(" )", ")"),
                     i.requires,
@@ -288,12 +294,12 @@ def _items(ctx: Context) -> list[_Row]:
                     i.needs_network,
                 )
             )
-    ad = ctx.payload("architecture-decisions")
-    if ad is not None and ctx.wants("architecture-decisions"):
+    ad = ctx.payload(architecture_decisions.SPEC.slug)
+    if ad is not None and ctx.wants(architecture_decisions.SPEC.slug):
         for d in ad.decisions:
             rows.append(
                 _Row(
-                    "architecture-decisions",
+                    architecture_decisions.SPEC.slug,
                     d.id,
                     f"{d.id} {d.title!r}",
                     d.requires,
@@ -302,12 +308,12 @@ def _items(ctx: Context) -> list[_Row]:
                     ),
                 )
             )
-    sg = ctx.payload("story-generation")
-    if sg is not None and ctx.wants("story-generation"):
+    sg = ctx.payload(story_generation.SPEC.slug)
+    if sg is not None and ctx.wants(story_generation.SPEC.slug):
         for s in sg.stories:
             rows.append(
                 _Row(
-                    "story-generation",
+                    story_generation.SPEC.slug,
                     s.id,
                     f"{s.id} {s.title!r}",
                     s.requires,
