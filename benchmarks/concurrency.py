@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
 from haytham.service import TRACKING_DIR  # noqa: E402
-from haytham.stages import STAGES  # noqa: E402
+from haytham.stages import ANCHOR_AGENT, STAGES  # noqa: E402
 
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"  # stages + passing verifiers
 BASE_IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text(encoding="utf-8").strip()
@@ -85,20 +85,18 @@ def _json(path: Path) -> Any:
 
 def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     """What is wrong with session ``sid`` (empty when complete and its own)."""
-    from burr.core.persistence import SQLitePersister
 
-    from haytham.pipeline.graph import PARTITION
+    from haytham.pipeline.graph import PARTITION, persister
+    from haytham.pipeline.state import SessionState
 
     root, idea, problems = sessions / sid, idea_for(n), []
     if (root / "idea.md").read_text(encoding="utf-8") != idea + "\n":
         problems.append("idea.md is not this session's idea")
     if _json(root / "session.json").get("session_id") != sid:
         problems.append("session.json names another session")
-    persister = SQLitePersister(db_path=str(root / "state.db"), table_name="burr_state")
-    persister.initialize()
-    loaded = persister.load(PARTITION, sid)
-    state = loaded["state"].get_all() if loaded else {}
-    if (state.get("idea"), state.get("session_id"), state.get("status")) != (idea, sid, "done"):
+    loaded = persister(str(root / "state.db")).load(PARTITION, sid)
+    state = SessionState.of(loaded["state"]) if loaded else SessionState()
+    if (state.idea, state.session_id, state.status) != (idea, sid, "done"):
         problems.append("the Burr state is not this session's finished state")
     for spec in STAGES:
         path = root / "stages" / spec.dir_name / "output.json"
@@ -114,7 +112,7 @@ def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     if _json(root / "summary.json").get("status") != "done":
         problems.append("summary.json is not done")
     events = [json.loads(x) for x in (root / "events.jsonl").read_text().splitlines() if x]
-    expected = ["anchor-extraction", *(s.slug for s in STAGES)]
+    expected = [ANCHOR_AGENT, *(s.slug for s in STAGES)]
     starts = [e["stage"] for e in events if e["type"] == "stage_started" and e["stage"] in expected]
     if sorted(starts) != sorted(expected):  # each stage exactly once
         problems.append(f"unexpected stage runs: {starts}")
