@@ -17,7 +17,7 @@ from typing import Any
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.evals.cli import add_parser as add_eval_parser
-from haytham.export import json_text, write_export
+from haytham.export import BINARY, FORMATS, json_text, write_export
 from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
@@ -132,7 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("export", "export a session")
     p.add_argument("session_id")
     p.add_argument(
-        "--format", default="markdown", choices=("markdown", "json", "csv", "jira", "linear")
+        "--format",
+        default="markdown",
+        choices=FORMATS,
+        help="pdf: the whole specification (after Gate 4); validation-pdf: the validation "
+        "report (once the WHY phase has run); both need --output",
     )
     p.add_argument("--output", type=Path, help="write to a file instead of stdout")
     p = add("validate", "run the deterministic drift validators over a saved session")
@@ -294,11 +298,13 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     elif args.command == "fork":
         print(terminal_safe(svc.fork(args.session_id, args.stage, args.new_id)))
     elif args.command == "export":
+        if args.format in BINARY and not args.output:
+            raise InputError(f"A {args.format} export is a PDF file: name it with --output FILE.")
         text = svc.export(args.session_id, args.format)
         if args.output:
             write_export(args.output, text)
         else:
-            sys.stdout.write(terminal_safe(text))
+            sys.stdout.write(terminal_safe(str(text)))
     return 0
 
 

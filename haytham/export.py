@@ -28,7 +28,8 @@ from haytham.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES, STORY_STAGE
 from haytham.store import write_synced
 
-FORMATS = ("markdown", "json", "csv", "jira", "linear")
+FORMATS = ("markdown", "json", "csv", "jira", "linear", "pdf", "validation-pdf")
+BINARY = ("pdf", "validation-pdf")  # bytes, written to a file (--output), never to a terminal
 _C1 = re.compile("[\x7f-\x9f]")
 
 
@@ -194,9 +195,14 @@ def to_csv(state: SessionState, flavour: str = "csv") -> str:
     )
 
 
-def export(state: SessionState, fmt: str) -> str:
+def export(state: SessionState, fmt: str) -> str | bytes:
+    """``state`` in ``fmt``: text, or PDF bytes for the two reports (:mod:`haytham.report`)."""
     if fmt not in FORMATS:
         raise InputError(f"Export format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
+    if fmt in BINARY:
+        from haytham.report import report  # reportlab is imported only for a report
+
+        return report(state, "specification" if fmt == "pdf" else "validation")
     if fmt == "markdown":
         return to_markdown(state)
     if fmt == "json":
@@ -204,7 +210,7 @@ def export(state: SessionState, fmt: str) -> str:
     return to_csv(state, fmt)
 
 
-def write_export(path: Path, text: str) -> None:
+def write_export(path: Path, text: str | bytes) -> None:
     """Write an export to the file ``path``: whole or not at all, one sentence on any problem."""
     shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "…"
     if "\x00" in str(path):
@@ -229,10 +235,11 @@ def write_export(path: Path, text: str) -> None:
         raise _export_error(shown, exc) from None
 
 
-def _write_device(path: Path, text: str) -> None:
+def _write_device(path: Path, text: str | bytes) -> None:
     """Write to an existing device or pipe named by --output (there is no file to replace)."""
-    with path.open("w", encoding="utf-8") as fh:
-        fh.write(text)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    with path.open("wb") as fh:
+        fh.write(data)
         fh.flush()
 
 

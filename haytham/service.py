@@ -17,6 +17,7 @@ from burr.core import Application
 from haytham.config import Settings
 from haytham.errors import GateError, InputError
 from haytham.export import export
+from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
@@ -279,7 +280,8 @@ class Haytham:
             raise InputError(f"Stage {spec.slug} has not run in session {session_id}.")
         return render_stage(spec, output.model_dump(mode="json"))
 
-    def export(self, session_id: str, fmt: str) -> str:
+    def export(self, session_id: str, fmt: str) -> str | bytes:
+        """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes)."""
         return export(self.load_state(session_id), fmt)
 
     # -- history ---------------------------------------------------------------------------------
@@ -352,6 +354,14 @@ class Haytham:
         if isinstance(state, str):
             state = self.load_state(state)
         return open_blocking(state, phase_for_gate(gate))
+
+    def gate_history(self, session_id: str, gate: int) -> GateHistory:
+        """Gate ``gate``'s timeline from every step the session persisted: the rounds it opened,
+        automatic reworks with the verifier's review, the reviewer's reworks with their feedback,
+        overrides, clarifications, anchor edits and decisions, and each rework's before/after
+        diff of the key items (see :mod:`haytham.history`). Read-only."""
+        phase = phase_for_gate(gate)
+        return gate_history(load_steps(self.store.open(session_id), phase), gate)
 
 
 def _public(command: Mapping[str, Any]) -> dict[str, Any]:

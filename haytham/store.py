@@ -100,10 +100,12 @@ def _temp_file(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temp file name", str(path.parent))
 
 
-def write_synced(fd: int, text: str) -> None:
-    """Write ``text`` (UTF-8) to the open file ``fd``, close it, and make it durable (fsync)."""
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+def write_synced(fd: int, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8, or bytes as they are) to the open file ``fd``, close it, and make
+    it durable (fsync)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
 

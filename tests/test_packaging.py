@@ -74,3 +74,17 @@ def test_a_wheel_install_runs_a_replay_session_outside_the_repository(tmp_path: 
     outcome = json.loads(run.stdout.strip().splitlines()[-1])
     assert outcome["status"] == "done"
     assert len(list((work / "sessions" / "wheel" / "stages").glob("*/output.json"))) == 10
+    assert (site / "haytham" / "fonts" / "DejaVuSans.ttf").is_file()
+    pdf = work / "spec.pdf"
+    export = subprocess.run(
+        [sys.executable, "-m", "haytham.cli", "export", "wheel", "--format", "pdf"]
+        + ["--output", str(pdf), "--sessions-dir", str(work / "sessions")]
+        + ["--provider", "replay", "--cassette", str(POWER8_RUN)],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert export.returncode == 0, export.stderr[-2000:]
+    assert pdf.read_bytes().startswith(b"%PDF")  # the bundled fonts load from the install

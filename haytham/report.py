@@ -1,0 +1,506 @@
+"""PDF reports to share: the validation (verdict, scorecard, risks, market, anchor) once the WHY
+phase has run, and the whole specification (plus scope, capabilities, design, stories, the
+fidelity chart, overrides and reworks) once the stories exist.
+
+Built with reportlab's platypus (tables that wrap, page templates). Text is set in the bundled
+DejaVu Sans (``haytham/fonts``, Bitstream Vera licence), so any script the founder writes in
+prints; every string from a session is escaped before it becomes a paragraph's markup.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from importlib.resources import files
+from typing import Any
+from xml.sax.saxutils import escape
+
+from reportlab.graphics.charts.linecharts import HorizontalLineChart
+from reportlab.graphics.shapes import Drawing, String
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle
+from reportlab.lib.units import mm
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from haytham.errors import InputError
+from haytham.pipeline.state import SessionState, payload_of
+from haytham.sanitize import terminal_safe
+from haytham.stages import (
+    STAGES,
+    STORY_STAGE,
+    VERDICT_STAGE,
+    architecture_decisions,
+    build_buy_analysis,
+    capability_model,
+    market_context,
+    mvp_scope,
+    risk_assessment,
+    system_traits,
+)
+
+REPORTS = ("validation", "specification")
+FONT, BOLD = "HaythamSans", "HaythamSans-Bold"
+INK, MUTED, RULE, HEAD = (
+    colors.HexColor("#1f2933"),
+    colors.HexColor("#52606d"),
+    colors.HexColor("#cbd2d9"),
+    colors.HexColor("#e4ecf4"),
+)
+VERDICT_COLOUR = {"GO": "#1e7b34", "NO-GO": "#b42318", "PIVOT": "#b54708"}
+
+
+# scripts DejaVu Sans lacks: the PDF standard's CJK fonts (named, not embedded: every viewer has
+# them); Hangul in the Korean one, everything else East Asian in the Chinese one (GB covers kana)
+KOREAN, EAST_ASIAN = "HYSMyeongJo-Medium", "STSong-Light"
+_HANGUL = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7A3))
+
+
+def _fonts() -> None:
+    """Register the fonts once per process (reportlab keeps a registry of its own)."""
+    if FONT in pdfmetrics.getRegisteredFontNames():
+        return
+    folder = files("haytham.fonts")
+    pdfmetrics.registerFont(TTFont(FONT, str(folder / "DejaVuSans.ttf")))
+    pdfmetrics.registerFont(TTFont(BOLD, str(folder / "DejaVuSans-Bold.ttf")))
+    pdfmetrics.registerFontFamily(FONT, normal=FONT, bold=BOLD, italic=FONT, boldItalic=BOLD)
+    pdfmetrics.registerFont(UnicodeCIDFont(KOREAN))
+    pdfmetrics.registerFont(UnicodeCIDFont(EAST_ASIAN))
+
+
+def _font_for(char: str, covered: dict[int, Any]) -> str | None:
+    """``None`` where DejaVu Sans draws ``char``, else the CJK font that does."""
+    code = ord(char)
+    if code in covered or code < 0x2E80:
+        return None
+    return KOREAN if any(lo <= code <= hi for lo, hi in _HANGUL) else EAST_ASIAN
+
+
+def _style(name: str, size: float, *, bold: bool = False, space: float = 4, **kw: Any):
+    return ParagraphStyle(
+        name,
+        fontName=BOLD if bold else FONT,
+        fontSize=size,
+        leading=size * 1.3,
+        spaceAfter=space,
+        textColor=kw.pop("color", INK),
+        **kw,
+    )
+
+
+class _Doc:
+    """The flowables of one report, with helpers for its recurring shapes."""
+
+    def __init__(self) -> None:
+        _fonts()
+        self.title = _style("title", 20, bold=True, space=6)
+        self.h1 = _style("h1", 14, bold=True, space=6, spaceBefore=10, keepWithNext=1)
+        self.h2 = _style("h2", 11, bold=True, space=4, spaceBefore=6, keepWithNext=1)
+        self.body = _style("body", 9.5)
+        self.small = _style("small", 8, color=MUTED)
+        self.cell = _style("cell", 8, space=0)
+        self.cell_head = _style("cell_head", 8, bold=True, space=0)
+        self.parts: list[Flowable] = []
+
+    def text(self, value: Any, style: ParagraphStyle | None = None) -> None:
+        shown = _plain(value)
+        if shown:
+            self.parts.append(Paragraph(_markup(shown), style or self.body))
+
+    def heading(self, value: str, level: int = 1) -> None:
+        self.parts.append(Paragraph(_markup(value), self.h1 if level == 1 else self.h2))
+
+    def bullets(self, items: Iterable[Any]) -> None:
+        for item in items:
+            self.text(f"• {_plain(item)}")
+
+    def pairs(self, rows: Sequence[tuple[str, Any]]) -> None:
+        """A two-column label / value table."""
+        self.table(["", ""], [[k, v] for k, v in rows if _plain(v)], widths=[45, 125], head=False)
+
+    def table(
+        self,
+        header: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        widths: Sequence[float] | None = None,
+        head: bool = True,
+    ) -> None:
+        if not rows:
+            return
+        data = [[Paragraph(_markup(h), self.cell_head) for h in header]] if head else []
+        data += [[Paragraph(_markup(_plain(c)), self.cell) for c in row] for row in rows]
+        table = Table(
+            data,
+            colWidths=[w * mm for w in widths] if widths else None,
+            repeatRows=1 if head else 0,
+            hAlign="LEFT",
+        )
+        style = [
+            ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ("LINEBELOW", (0, 0), (-1, -1), 0.25, RULE),
+            ("TOPPADDING", (0, 0), (-1, -1), 2),
+            ("BOTTOMPADDING", (0, 0), (-1, -1), 3),
+        ]
+        if head:
+            style.append(("BACKGROUND", (0, 0), (-1, 0), HEAD))
+        table.setStyle(TableStyle(style))
+        self.parts += [table, Spacer(1, 4 * mm)]
+
+    def render(self, title: str, session_id: str) -> bytes:
+        buf = io.BytesIO()
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+        def footer(canvas: Any, doc: Any) -> None:
+            canvas.saveState()
+            canvas.setFont(FONT, 7.5)
+            canvas.setFillColor(MUTED)
+            canvas.drawString(18 * mm, 10 * mm, f"Haytham · {title} · session {session_id}")
+            canvas.drawRightString(A4[0] - 18 * mm, 10 * mm, f"{stamp} · page {doc.page}")
+            canvas.restoreState()
+
+        doc = SimpleDocTemplate(
+            buf,
+            pagesize=A4,
+            leftMargin=18 * mm,
+            rightMargin=18 * mm,
+            topMargin=16 * mm,
+            bottomMargin=18 * mm,
+            title=f"{title} — {session_id}",
+            author="Haytham",
+        )
+        doc.build(self.parts, onFirstPage=footer, onLaterPages=footer)
+        return buf.getvalue()
+
+
+def _plain(value: Any) -> str:
+    """A value as one line of readable text (lists joined, booleans as yes/no)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_plain(v) for v in value if _plain(v))
+    return terminal_safe(str(getattr(value, "value", value))).strip()
+
+
+def _markup(text: str) -> str:
+    """Session text as paragraph markup: escaped, line breaks kept, and runs of characters
+    DejaVu Sans lacks (Chinese, Japanese, Korean) set in a CJK font."""
+    covered = pdfmetrics.getFont(FONT).face.charToGlyph
+    runs: list[tuple[str | None, str]] = []
+    for char in text:
+        font = _font_for(char, covered)
+        if runs and runs[-1][0] == font:
+            runs[-1] = (font, runs[-1][1] + char)
+        else:
+            runs.append((font, char))
+    parts = [
+        escape(chunk) if font is None else f'<font name="{font}">{escape(chunk)}</font>'
+        for font, chunk in runs
+    ]
+    return "".join(parts).replace("\n", "<br/>")
+
+
+# -- the validation ------------------------------------------------------------------------
+def _cover(doc: _Doc, state: SessionState, title: str) -> None:
+    doc.parts.append(Paragraph(_markup(title), doc.title))
+    doc.text(f"Session {state.session_id or ''}", doc.small)
+    doc.heading("The idea")
+    doc.text(state.idea)
+
+
+def _verdict(doc: _Doc, state: SessionState) -> None:
+    summary = payload_of(state.outputs, VERDICT_STAGE.slug)
+    doc.heading("Verdict")
+    if summary is None:
+        doc.text("The validation summary has not run yet.")
+        return
+    colour = VERDICT_COLOUR.get(summary.verdict or "", "#1f2933")
+    doc.parts.append(
+        Paragraph(
+            f'<font color="{colour}">{escape(summary.verdict or "no verdict")}</font>',
+            _style("verdict", 18, bold=True, space=4),
+        )
+    )
+    record = state.gates.get(VERDICT_STAGE.phase.gate)
+    doc.pairs(
+        [
+            ("Why", summary.verdict_reason),
+            ("Risk level", summary.risk_level),
+            (f"Gate {VERDICT_STAGE.phase.gate}", record.status if record else "not opened yet"),
+        ]
+    )
+    doc.text(summary.executive_summary)
+    doc.heading("Scorecard", 2)
+    doc.table(
+        ["Dimension", "Score", "Evidence"],
+        [[d.name, d.score, d.evidence] for d in summary.dimensions],
+        widths=[40, 14, 120],
+    )
+    doc.heading("Knockout criteria", 2)
+    doc.table(
+        ["Criterion", "Passed", "Evidence"],
+        [[k.criterion, k.passed, k.evidence] for k in summary.knockout_criteria],
+        widths=[50, 16, 108],
+    )
+    if summary.next_steps:
+        doc.heading("Next steps", 2)
+        doc.bullets(summary.next_steps)
+    if summary.pivot_options:
+        doc.heading("Pivot options", 2)
+        doc.bullets(summary.pivot_options)
+
+
+def _risks(doc: _Doc, state: SessionState) -> None:
+    risks = payload_of(state.outputs, risk_assessment.SPEC.slug)
+    if risks is None:
+        return
+    doc.heading("Risks")
+    doc.table(
+        ["Risk", "Likelihood", "Impact", "Mitigation"],
+        [[r.risk, r.likelihood, r.impact, r.mitigation] for r in risks.risks],
+        widths=[55, 20, 16, 83],
+    )
+    doc.heading("The founder's claims, assessed", 2)
+    doc.table(
+        ["Claim", "Origin", "Severity", "Support", "Note"],
+        [[c.statement, c.origin, c.severity, c.support, c.note] for c in risks.claims],
+        widths=[55, 16, 16, 20, 67],
+    )
+
+
+def _market(doc: _Doc, state: SessionState) -> None:
+    market = payload_of(state.outputs, market_context.SPEC.slug)
+    if market is None:
+        return
+    doc.heading("Market")
+    doc.pairs(
+        [
+            ("Market size", market.market_size),
+            ("Switching cost", f"{market.switching_cost} {market.switching_cost_note}".strip()),
+        ]
+    )
+    doc.heading("Jobs to be done", 2)
+    doc.bullets(market.jobs_to_be_done)
+    if market.trends:
+        doc.heading("Trends", 2)
+        doc.bullets(market.trends)
+    doc.heading("Competitors", 2)
+    doc.table(
+        ["Competitor", "Same job?", "Pricing evidence"],
+        [[c.name, c.jtbd_match, c.pricing_evidence] for c in market.competitors],
+        widths=[50, 22, 102],
+    )
+
+
+def _anchor(doc: _Doc, state: SessionState) -> None:
+    anchor = state.anchor
+    if anchor is None:
+        return
+    doc.heading("Concept anchor")
+    doc.pairs(
+        [
+            ("Goal", anchor.intent.goal),
+            ("Constraints", anchor.intent.explicit_constraints),
+            ("Non-goals", anchor.intent.non_goals),
+        ]
+    )
+    doc.table(
+        ["Id", "Invariant", "Value", "Confidence", "Source (the founder's words)"],
+        [
+            [
+                i.id,
+                i.property,
+                i.value,
+                "clarified" if i.user_clarified else f"{i.confidence:.0%}",
+                i.source if i.grounded is not False else f"{i.source} (not found in the idea)",
+            ]
+            for i in anchor.invariants
+        ],
+        widths=[12, 30, 45, 20, 67],
+    )
+    if anchor.identity:
+        doc.heading("What makes it distinctive", 2)
+        doc.bullets(f"{f.feature} — {f.why_distinctive}" for f in anchor.identity)
+    clarified = [c for g in state.gates.values() for c in g.clarifications]
+    if clarified:
+        doc.heading("Clarifications by the reviewer", 2)
+        doc.table(
+            ["Invariant", "Chosen", "By"],
+            [[c.invariant, c.choice, "auto-approve" if c.auto else "reviewer"] for c in clarified],
+            widths=[45, 100, 29],
+        )
+
+
+# -- the rest of the specification ------------------------------------------------------------
+def _scope(doc: _Doc, state: SessionState) -> None:
+    scope = payload_of(state.outputs, mvp_scope.SPEC.slug)
+    if scope is None:
+        return
+    doc.heading("MVP scope")
+    doc.pairs(
+        [
+            ("The one thing", scope.the_one_thing),
+            ("Primary segment", scope.primary_segment),
+            ("Appetite", scope.appetite),
+        ]
+    )
+    doc.heading("In scope", 2)
+    doc.table(
+        ["Id", "Item", "Description"],
+        [[i.id, i.title, i.description] for i in scope.in_scope],
+        widths=[20, 50, 104],
+    )
+    doc.heading("Out of scope", 2)
+    doc.table(
+        ["Id", "Item", "Why"],
+        [[i.id, i.title, i.description] for i in scope.out_of_scope],
+        widths=[20, 50, 104],
+    )
+    if scope.success_criteria:
+        doc.heading("Success criteria", 2)
+        doc.bullets(scope.success_criteria)
+
+
+def _capabilities(doc: _Doc, state: SessionState) -> None:
+    caps = payload_of(state.outputs, capability_model.SPEC.slug)
+    if caps is None:
+        return
+    doc.heading("Capabilities")
+    doc.table(
+        ["Id", "Capability", "Serves", "Description"],
+        [[c.id, c.name, c.serves_scope, c.description] for c in caps.functional],
+        widths=[25, 40, 24, 85],
+    )
+    doc.heading("Non-functional", 2)
+    doc.table(
+        ["Id", "Requirement", "Category", "Description"],
+        [[c.id, c.name, c.category, c.description] for c in caps.non_functional],
+        widths=[25, 40, 24, 85],
+    )
+
+
+def _design(doc: _Doc, state: SessionState) -> None:
+    traits = payload_of(state.outputs, system_traits.SPEC.slug)
+    if traits is not None:
+        doc.heading("System traits")
+        doc.table(
+            ["Trait", "Value"],
+            [[name, traits.value_of(name)] for name in type(traits).model_fields],
+            widths=[45, 129],
+        )
+    buys = payload_of(state.outputs, build_buy_analysis.SPEC.slug)
+    if buys is not None:
+        doc.heading("Build or buy")
+        doc.table(
+            ["Need", "Decision", "Service", "Rationale"],
+            [[b.need, b.recommendation, b.service, b.rationale] for b in buys.items],
+            widths=[38, 18, 30, 88],
+        )
+    decisions = payload_of(state.outputs, architecture_decisions.SPEC.slug)
+    if decisions is not None:
+        doc.heading("Architecture decisions")
+        doc.table(
+            ["Id", "Decision", "Technologies", "Rationale"],
+            [
+                [d.id, f"{d.title}: {d.decision}", d.technologies, d.rationale]
+                for d in decisions.decisions
+            ],
+            widths=[28, 60, 30, 56],
+        )
+
+
+def _stories(doc: _Doc, state: SessionState) -> None:
+    stories = payload_of(state.outputs, STORY_STAGE.slug)
+    if stories is None:
+        return
+    by_id = {s.id: s for s in stories.stories}
+    ordered = [by_id[i] for i in stories.order or list(by_id) if i in by_id]
+    doc.heading("Stories")
+    doc.text(f"{len(ordered)} stories in build order (appetite: {stories.appetite or 'not set'}).")
+    doc.table(
+        ["#", "Id", "Story", "Layer", "Implements", "After"],
+        [[n, s.id, s.title, s.layer, s.implements, s.depends_on] for n, s in enumerate(ordered, 1)],
+        widths=[7, 22, 62, 21, 36, 26],
+    )
+
+
+def _fidelity(doc: _Doc, state: SessionState) -> None:
+    """The divergence curve: each stage's similarity to the idea and to the anchor."""
+    ran = [s for s in STAGES if s.slug in state.divergence]
+    if not ran:
+        return
+    doc.heading("Fidelity to the idea")
+    series = [("idea", colors.HexColor("#2f6fb0")), ("anchor", colors.HexColor("#b54708"))]
+    drawing = Drawing(170 * mm, 70 * mm)
+    chart = HorizontalLineChart()
+    chart.x, chart.y, chart.width, chart.height = 12 * mm, 14 * mm, 150 * mm, 48 * mm
+    chart.data = [[float(state.divergence[s.slug].get(k, 0.0)) for s in ran] for k, _ in series]
+    chart.categoryAxis.categoryNames = [str(s.number) for s in ran]
+    chart.categoryAxis.labels.fontName = FONT
+    chart.valueAxis.labels.fontName = FONT
+    chart.valueAxis.valueMin, chart.valueAxis.valueMax = 0.0, 1.0
+    for n, (_, colour) in enumerate(series):
+        chart.lines[n].strokeColor = colour
+        chart.lines[n].strokeWidth = 1.5
+    drawing.add(chart)
+    for n, (name, colour) in enumerate(series):
+        label = String(14 * mm + n * 45 * mm, 4 * mm, f"— similarity to the {name}", fontName=FONT)
+        label.fillColor, label.fontSize = colour, 8
+        drawing.add(label)
+    doc.parts.append(drawing)
+    doc.text("Stage numbers along the bottom; higher is closer.", doc.small)
+
+
+def _decisions(doc: _Doc, state: SessionState) -> None:
+    overrides = [(n, o) for n, g in sorted(state.gates.items()) for o in g.overrides]
+    reworks = [(n, g) for n, g in sorted(state.gates.items()) if g.rework_stage]
+    if not overrides and not reworks:
+        return
+    doc.heading("Reviewer decisions")
+    doc.table(
+        ["Gate", "Overridden", "Reason", "By"],
+        [[n, o.target, o.reason, "auto-approve" if o.auto else "reviewer"] for n, o in overrides],
+        widths=[12, 55, 85, 22],
+    )
+    doc.table(
+        ["Gate", "Stage sent back", "Feedback"],
+        [[n, g.rework_stage, g.feedback] for n, g in reworks],
+        widths=[12, 40, 122],
+    )
+
+
+def report(state: SessionState, kind: str) -> bytes:
+    """The ``validation`` or ``specification`` report of ``state`` as PDF bytes."""
+    if kind not in REPORTS:
+        raise InputError(f"A report is one of {', '.join(REPORTS)}, not {kind!r}.")
+    if payload_of(state.outputs, VERDICT_STAGE.slug) is None:
+        raise InputError(
+            "There is nothing to report yet: the validation summary has not run; "
+            "run the session to Gate 1 first."
+        )
+    if kind == "specification" and payload_of(state.outputs, STORY_STAGE.slug) is None:
+        raise InputError(
+            "The specification needs the stories: run the session to Gate 4 first, or export "
+            "the validation report (--format validation-pdf)."
+        )
+    doc = _Doc()
+    title = "Validation report" if kind == "validation" else "Product specification"
+    _cover(doc, state, title)
+    _verdict(doc, state)
+    _anchor(doc, state)
+    _market(doc, state)
+    _risks(doc, state)
+    if kind == "specification":
+        _scope(doc, state)
+        _capabilities(doc, state)
+        _design(doc, state)
+        _stories(doc, state)
+        _fidelity(doc, state)
+        _decisions(doc, state)
+    return doc.render(title, state.session_id or "")
