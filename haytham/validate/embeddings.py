@@ -9,9 +9,8 @@ encoding are serialised by a per-instance lock. A bounded per-instance cache key
 that re-validating a session after each stage only embeds the new stage's sentences.
 
 A caller that knows the model will soon be needed (a session's run starting) can call
-:meth:`Embedder.start_loading` so the load overlaps the first model call. The load is small (about
-0.1 s on the 2-core machine); the embedding itself is what costs (about 1.4 s of a replay run's
-2 s, benchmarks/pipeline_overhead.py).
+:meth:`Embedder.start_loading` so the load overlaps the first model call. The load is a small
+part of a run's embedding time (docs/pipeline.md, "Measured", from benchmarks/pipeline_overhead.py).
 """
 
 from __future__ import annotations
