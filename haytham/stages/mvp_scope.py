@@ -34,7 +34,7 @@ APPETITES: Mapping[str, AppetiteSize] = MappingProxyType(
 
 The founder's choice (CLI, UI), this payload's field, story-generation's bound, the appetite
 validator and the STORIES verifier read it; the prompts and docs say the same values in words
-(``tests/test_stage_rules.py`` checks that they agree)."""
+(``tests/test_validate_appetite.py`` checks that they agree)."""
 DEFAULT_APPETITE = "medium"
 """The appetite whose bound applies when neither the founder nor mvp-scope chose one."""
 Appetite = Literal[tuple(APPETITES)]  # type: ignore[valid-type]
