@@ -1,0 +1,491 @@
+"""A gate's history, from every step the session persisted (Burr's ``state.db`` rows).
+
+The gate record in the latest state holds only the current round (its feedback and rework stage
+are overwritten by the next rework), so the history is read from the sequence of states:
+
+- each round the gate opened (with the verifier's result and, after automatic rework, its note);
+- each automatic rework, with the review the verifier or a validator sent the stage (issues and
+  suggestions), and each rework the reviewer requested, with the feedback;
+- overrides with their reasons, clarifications and anchor edits, approvals and rejections;
+- the re-runs that cleared the gate (``clear-from``);
+- for every rework, what changed in the key item lists of the stages that re-ran (scope items,
+  capabilities, decisions, stories: added, removed and changed items by id and title).
+
+:func:`gate_history` is pure (steps in, history out); :func:`load_steps` is the one reader.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from burr.core import State
+from pydantic import BaseModel
+
+from haytham.errors import SessionCorrupt
+from haytham.pipeline.gates import open_blocking
+from haytham.pipeline.graph import PARTITION, TABLE, gate_name, verify_name
+from haytham.pipeline.state import SessionState
+from haytham.schemas.envelope import StageOutput
+from haytham.schemas.gate import GateRecord
+from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
+from haytham.store import SessionFiles
+
+AUTO_FEEDBACK = "[automatic rework by the verifier] "
+"""How ``verify_phase`` marks a gate record's feedback written by the automatic rework."""
+
+Kind = Literal[
+    "opened",
+    "auto_rework",
+    "rework",
+    "override",
+    "clarification",
+    "edit",
+    "approved",
+    "rejected",
+    "cleared",
+]
+_TITLE_KEYS = ("title", "name", "need", "statement", "description")
+
+
+# -- what a history is made of ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Step:
+    """One persisted step: where the run stood and the state after it."""
+
+    seq: int
+    position: str
+    state: SessionState
+    at: str | None = None  # when the step was saved (UTC, ISO 8601)
+    stages: tuple[str, ...] = ()  # every stage with an output (also those not loaded)
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    id: str
+    title: str
+    before_title: str
+    fields: tuple[str, ...]  # the item's fields that changed
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One key list of a payload (``in_scope``, ``functional``, ``decisions``, ``stories`` …)."""
+
+    field: str
+    added: tuple[Item, ...] = ()
+    removed: tuple[Item, ...] = ()
+    changed: tuple[ItemChange, ...] = ()
+    unchanged: int = 0
+
+    @property
+    def changes(self) -> int:
+        return len(self.added) + len(self.removed) + len(self.changed)
+
+
+@dataclass(frozen=True)
+class StageDiff:
+    """A stage's key item lists before and after it re-ran."""
+
+    stage: str
+    title: str
+    fields: tuple[FieldDiff, ...] = ()
+    summary_changed: bool = False  # its one-line summary (``tldr``) changed
+
+    @property
+    def changes(self) -> int:
+        return sum(f.changes for f in self.fields)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of a gate's timeline."""
+
+    kind: Kind
+    round: int  # the gate round it belongs to (a rework before round n opens belongs to n)
+    summary: str  # one plain sentence
+    at: str | None = None
+    stage: str | None = None
+    details: tuple[str, ...] = ()  # issues, suggestions, items, before/after
+    feedback: str = ""  # the reviewer's rework feedback, or the override reason
+    diffs: tuple[StageDiff, ...] = ()  # reworks: what the re-run changed
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class GateHistory:
+    gate: int
+    phase: str
+    entries: tuple[Entry, ...] = ()
+
+    @property
+    def rounds(self) -> int:
+        return max((e.round for e in self.entries if e.kind == "opened"), default=0)
+
+    @property
+    def reworks(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.kind in ("rework", "auto_rework"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"rounds": self.rounds}
+
+
+# -- the diff of a stage's key fields -----------------------------------------------------------
+def _title(item: BaseModel) -> str:
+    for key in _TITLE_KEYS:
+        value = getattr(item, key, None)
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+    return ""
+
+
+def key_lists(payload: Any) -> dict[str, dict[str, tuple[str, dict[str, Any]]]]:
+    """A payload's lists of items with an ``id``: field -> id -> (title, the item as JSON)."""
+    out: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {}
+    if not isinstance(payload, BaseModel):
+        return out
+    for name in type(payload).model_fields:
+        value = getattr(payload, name, None)
+        if not isinstance(value, list) or not value:
+            continue
+        if not all(
+            isinstance(v, BaseModel) and isinstance(getattr(v, "id", None), str) for v in value
+        ):
+            continue
+        out[name] = {v.id: (_title(v), v.model_dump(mode="json")) for v in value}
+    return out
+
+
+def diff_outputs(slug: str, before: StageOutput | None, after: StageOutput | None) -> StageDiff:
+    """What changed in ``slug``'s key item lists (by id; an item is changed when any of its
+    fields differs, and the changed fields are named)."""
+    old = key_lists(before.payload) if before is not None else {}
+    new = key_lists(after.payload) if after is not None else {}
+    fields: list[FieldDiff] = []
+    for name in [*new, *(n for n in old if n not in new)]:
+        a, b = old.get(name, {}), new.get(name, {})
+        changed = []
+        for item_id in b:
+            if item_id in a and a[item_id][1] != b[item_id][1]:
+                keys = sorted(
+                    k
+                    for k in {*a[item_id][1], *b[item_id][1]}
+                    if a[item_id][1].get(k) != b[item_id][1].get(k)
+                )
+                changed.append(ItemChange(item_id, b[item_id][0], a[item_id][0], tuple(keys)))
+        fields.append(
+            FieldDiff(
+                field=name,
+                added=tuple(Item(i, t) for i, (t, _) in b.items() if i not in a),
+                removed=tuple(Item(i, t) for i, (t, _) in a.items() if i not in b),
+                changed=tuple(changed),
+                unchanged=sum(1 for i in b if i in a and a[i][1] == b[i][1]),
+            )
+        )
+    summary = (before.tldr if before else "") != (after.tldr if after else "")
+    return StageDiff(slug, BY_SLUG[slug].title, tuple(fields), summary_changed=summary)
+
+
+def rerun_diffs(phase: Phase, before: SessionState, after: SessionState) -> tuple[StageDiff, ...]:
+    """The diffs of ``phase``'s stages that ran again between ``before`` and ``after``."""
+    out = []
+    for spec in phase_stages(phase):
+        old, new = before.stage_meta.get(spec.slug), after.stage_meta.get(spec.slug)
+        if new is None or (old is not None and old.at == new.at and old.attempts == new.attempts):
+            continue  # did not run again (yet)
+        if spec.slug not in before.outputs and spec.slug not in after.outputs:
+            continue
+        out.append(
+            diff_outputs(spec.slug, before.outputs.get(spec.slug), after.outputs.get(spec.slug))
+        )
+    return tuple(out)
+
+
+# -- the timeline ---------------------------------------------------------------------------------
+def _opened(step: Step, phase: Phase, record: GateRecord) -> Entry:
+    state = step.state
+    details: list[str] = []
+    verification = state.verifications.get(phase.value)
+    if verification is not None and verification.status != "off":
+        line = f"Verification {verification.status}"
+        if verification.status == "inconclusive" and verification.reason:
+            line += f": {verification.reason}"
+        details.append(line)
+    if record.feedback.startswith(AUTO_FEEDBACK):
+        note = record.feedback[len(AUTO_FEEDBACK) :]
+        details.append(f"Automatic rework: {note}" if note else "After automatic rework")
+    elif record.feedback and record.rework_stage:
+        details.append(f"After your rework of {_stage_title(record.rework_stage)}")
+    blocking = open_blocking(state, phase)
+    details.append(f"{len(blocking)} blocking item(s) open" if blocking else "Nothing blocking")
+    return Entry(
+        "opened",
+        record.round,
+        f"Round {record.round}: Gate {phase.gate} opened",
+        at=record.opened_at or step.at,
+        details=tuple(details),
+        seq=step.seq,
+    )
+
+
+def _auto_rework(step: Step, phase: Phase, round_: int) -> Entry:
+    state = step.state
+    tracker = state.rework[phase.value]
+    slugs = [s.slug for s in phase_stages(phase)]
+    reviews = {
+        slug: r
+        for slug, r in state.reviews.items()
+        if slug in slugs and r.source != "reviewer" and r.round == tracker.round
+    }
+    details: list[str] = []
+    for slug, review in reviews.items():
+        for issue in review.issues:
+            details.append(f"{issue.severity}: {_stage_title(issue.stage or slug)}: {issue.detail}")
+    suggestions = list(dict.fromkeys(s for r in reviews.values() for s in r.suggestions))
+    details += [f"Suggestion: {s}" for s in suggestions]
+    stage = tracker.last_stage
+    sources = sorted({r.source for r in reviews.values()}) or ["verifier"]
+    who = " and ".join("the verifier" if s == "verifier" else "a validator" for s in sources)
+    return Entry(
+        "auto_rework",
+        round_,
+        f"Automatic rework {tracker.round}: {who} sent {_stage_title(stage)} back",
+        at=step.at,
+        stage=stage,
+        details=tuple(details),
+        seq=step.seq,
+    )
+
+
+def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) -> list[Entry]:
+    """Entries for what a gate command added to the record (same round)."""
+    out: list[Entry] = []
+    r = new.round
+    for at, group in _grouped(new.clarifications[len(old.clarifications) :]):
+        auto = all(c.auto for c in group)
+        out.append(
+            Entry(
+                "clarification",
+                r,
+                f"Clarified {len(group)} invariant(s)" + (" (automatically)" if auto else ""),
+                at=at,
+                details=tuple(f"{c.invariant} = {c.choice}" for c in group),
+                seq=step.seq,
+            )
+        )
+    for edit in new.edits[len(old.edits) :]:
+        if edit.kind == "edit_value":
+            summary = f"Edited the anchor: {edit.target}"
+            details = (f"Before: {edit.before}", f"After: {edit.after}")
+        else:
+            summary = "Removed a non-goal from the anchor"
+            details = (f"Removed: {edit.before}",)
+        out.append(Entry("edit", r, summary, at=edit.at, details=details, seq=step.seq))
+    added = new.overrides[len(old.overrides) :]
+    for (at, _reason), group in _by_reason(added):
+        auto = all(o.auto for o in group)
+        out.append(
+            Entry(
+                "override",
+                r,
+                f"Overrode {len(group)} blocking item(s)" + (" (automatically)" if auto else ""),
+                at=at,
+                details=tuple(o.target for o in group),
+                feedback=group[0].reason,
+                seq=step.seq,
+            )
+        )
+    if new.status != old.status and new.status in ("approved", "rejected", "rework_requested"):
+        at = new.decided_at or step.at
+        if new.status == "rework_requested":
+            stage = new.rework_stage
+            out.append(
+                Entry(
+                    "rework",
+                    r,
+                    f"You sent {_stage_title(stage)} back for rework",
+                    at=at,
+                    stage=stage,
+                    feedback=new.feedback,
+                    seq=step.seq,
+                )
+            )
+        else:
+            verb = "Approved" if new.status == "approved" else "Rejected"
+            out.append(
+                Entry(
+                    new.status,  # type: ignore[arg-type]
+                    r,
+                    f"{verb} Gate {phase.gate}",
+                    at=at,
+                    feedback=new.note,
+                    seq=step.seq,
+                )
+            )
+    return out
+
+
+def _grouped(items: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+    groups: dict[str, list[Any]] = {}
+    for item in items:
+        groups.setdefault(item.at, []).append(item)
+    return list(groups.items())
+
+
+def _by_reason(items: Sequence[Any]) -> list[tuple[tuple[str, str], list[Any]]]:
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for item in items:
+        groups.setdefault((item.at, item.reason), []).append(item)
+    return list(groups.items())
+
+
+def _stage_title(slug: str | None) -> str:
+    spec = BY_SLUG.get(slug or "")
+    return spec.title if spec else (slug or "a stage")
+
+
+def _cleared_from(prev: Step, cur: Step) -> str | None:
+    gone = [s for s in STAGES if s.slug in prev.stages and s.slug not in cur.stages]
+    return gone[0].slug if gone else None
+
+
+def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
+    """Gate ``gate``'s timeline from the session's steps (oldest first)."""
+    phase = list(Phase)[gate - 1]
+    verify, gate_step = verify_name(phase), gate_name(phase)
+    entries: list[Entry] = []
+    pending: list[tuple[int, SessionState]] = []  # reworks waiting for their re-run's result
+
+    def settle(after: SessionState) -> None:
+        for index, before in pending:
+            entries[index] = replace(entries[index], diffs=rerun_diffs(phase, before, after))
+        pending.clear()
+
+    prev: Step | None = None
+    for step in steps:
+        state = step.state
+        record = state.gates.get(gate)
+        old = prev.state.gates.get(gate) if prev is not None else None
+        if old is not None and record is None:  # cleared: the phase runs again from scratch
+            settle(prev.state)  # type: ignore[union-attr]
+            slug = _cleared_from(prev, step)  # type: ignore[arg-type]
+            entries.append(
+                Entry(
+                    "cleared",
+                    old.round,
+                    f"Re-run from {_stage_title(slug)}: this gate's record was cleared",
+                    at=step.at,
+                    stage=slug,
+                    seq=step.seq,
+                )
+            )
+        if step.position == verify:
+            settle(state)
+            tracker = state.rework.get(phase.value)
+            before = prev.state.rework.get(phase.value) if prev is not None else None
+            if (
+                tracker is not None
+                and tracker.round > (before.round if before else 0)
+                and state.route is not None
+            ):
+                round_ = (record.round if record else 0) + 1
+                entries.append(_auto_rework(step, phase, round_))
+                pending.append((len(entries) - 1, state))
+        opened = record is not None and record.status == "open" and record.round > 0
+        if opened and (old is None or old.round != record.round):  # type: ignore[union-attr]
+            entries.append(_opened(step, phase, record))  # type: ignore[arg-type]
+            old = None
+        if record is not None and old is not None and step.position == gate_step:
+            added = _record_changes(step, phase, old, record)
+            for entry in added:
+                entries.append(entry)
+                if entry.kind == "rework":
+                    pending.append((len(entries) - 1, state))
+        prev = step
+    if prev is not None:
+        settle(prev.state)  # a rework still running: what changed so far
+    return GateHistory(gate, phase.value, tuple(entries))
+
+
+# -- reading the steps ---------------------------------------------------------------------------
+_FIELDS = ("status", "route", "gates", "rework", "reviews", "verifications", "stage_meta")
+_PER_STAGE = ("outputs", "validations")
+
+
+def _unwrap(value: Any) -> Any:
+    return value["json"] if isinstance(value, dict) and value.keys() == {"json"} else value
+
+
+def _utc(created: Any) -> str | None:
+    text = str(created or "").strip()
+    if not text:
+        return None
+    text = text.replace(" ", "T", 1)
+    return text if "+" in text[10:] or text.endswith("Z") else f"{text}+00:00"
+
+
+def load_steps(files: SessionFiles, phase: Phase) -> list[Step]:
+    """Every completed step of the session, oldest first, with only what ``phase``'s history
+    reads (its stages' outputs and findings, the gates, reviews, reworks, verifications).
+    Read-only: a missing database or table is an empty history."""
+    path = files.state_db
+    if not path.is_file():
+        return []
+    slugs = {s.slug for s in phase_stages(phase)}
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            known = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)
+            ).fetchone()
+            if known is None:
+                return []
+            rows = conn.execute(
+                f"SELECT sequence_id, position, state, created_at FROM {TABLE} "
+                "WHERE partition_key = ? AND app_id = ? AND status = 'completed' "
+                "ORDER BY sequence_id, created_at",
+                (PARTITION, files.session_id),
+            ).fetchall()
+        finally:
+            conn.close()
+        steps = []
+        for seq, position, raw, created in rows:
+            data = json.loads(raw)
+            picked = {k: data[k] for k in _FIELDS if k in data}
+            stages: tuple[str, ...] = ()
+            for name in _PER_STAGE:
+                if name in data:
+                    value = _unwrap(data[name]) or {}
+                    if name == "outputs":
+                        stages = tuple(value)
+                    picked[name] = {"json": {k: v for k, v in value.items() if k in slugs}}
+            state = SessionState.of(State.deserialize(picked))
+            steps.append(Step(int(seq), str(position), state, _utc(created), stages))
+        return steps
+    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
+        raise SessionCorrupt(str(path), str(exc)) from None
+
+
+__all__ = [
+    "Entry",
+    "FieldDiff",
+    "GateHistory",
+    "Item",
+    "ItemChange",
+    "StageDiff",
+    "Step",
+    "diff_outputs",
+    "gate_history",
+    "key_lists",
+    "load_steps",
+    "rerun_diffs",
+]
