@@ -230,7 +230,7 @@ def _opened(step: Step, phase: Phase, record: GateRecord) -> Entry:
     return Entry(
         "opened",
         record.round,
-        f"Round {record.round}: Gate {phase.gate} opened",
+        f"Gate {phase.gate} opened" + (" again" if record.round > 1 else ""),
         at=record.opened_at or step.at,
         details=tuple(details),
         seq=step.seq,

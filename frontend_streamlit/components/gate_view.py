@@ -22,6 +22,7 @@ from components.context import (
     show_flash,
 )
 from components.findings import validator_findings, verification
+from components.history import render_history
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
 
@@ -59,6 +60,7 @@ def render_gate(gate: int) -> None:
         st.info(_not_here(gate, record, status), icon=":material/info:")
     editable = here and not busy
     _stale(b, sid, status, busy)
+    render_history(b, sid, gate)
     with st.expander("The idea, as you wrote it"):
         st.markdown(md(state.idea))
     if phase is Phase.WHY:

@@ -7,6 +7,7 @@ import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.fidelity_data import compliance_matrix, divergence_frame
 from components.progress import stage_rows
+from components.stale_banner import stale_banner
 
 from haytham.pipeline.state import SessionState
 
@@ -16,6 +17,7 @@ st.title("Fidelity")
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or SessionState()
 status = attempt(lambda: b.service.status(sid)) or {"summary": {}}
+stale_banner(b, sid, status, state)
 summary = status["summary"]
 
 st.subheader("Divergence curve")

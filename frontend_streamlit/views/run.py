@@ -8,6 +8,7 @@ import streamlit as st
 from components.context import attempt, backend, go, require_session, show_flash
 from components.progress import done_count, pretty_status, stage_table, totals_line
 from components.safe_text import code, md, no_paths
+from components.stale_banner import stale_banner
 
 from haytham.worker import Job
 
@@ -23,6 +24,7 @@ b = backend()
 sid = require_session(b)
 st.title("Run")
 show_flash()
+stale_banner(b, sid)
 was_running = b.worker.is_running(sid)
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.safe_text import code, label, md
+from components.stale_banner import stale_banner
 
 from haytham.export import export, stories
 from haytham.pipeline.state import SessionState, payload_of
@@ -61,6 +62,7 @@ sid = require_session(b)
 st.title("Stories")
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or SessionState()
+stale_banner(b, sid, state=state)
 items = stories(state)
 st.caption(
     f"Session {code(sid)} · {len(items)} stories · appetite "

@@ -14,6 +14,7 @@ from components.context import (
     show_flash,
 )
 from components.safe_text import badge_label, md
+from components.stale_banner import stale_banner
 
 from haytham.pipeline.state import SessionState, gate_of, payload_of
 from haytham.stages import VERDICT_STAGE
@@ -30,6 +31,7 @@ sid = require_session(b)
 st.title("Verdict")
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or SessionState()
+stale_banner(b, sid, state=state)
 summary = payload_of(state.outputs, VERDICT_STAGE.slug)
 if summary is None:
     st.info(
