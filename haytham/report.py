@@ -262,9 +262,9 @@ def _risks(doc: _Doc, state: SessionState) -> None:
         return
     doc.heading("Risks")
     doc.table(
-        ["Risk", "Likelihood", "Impact", "Mitigation"],
-        [[r.risk, r.likelihood, r.impact, r.mitigation] for r in risks.risks],
-        widths=[55, 20, 16, 83],
+        ["Risk", "Likelihood", "Impact", "Mitigation", "Competitors"],
+        [[r.risk, r.likelihood, r.impact, r.mitigation, r.competitors] for r in risks.risks],
+        widths=[50, 19, 15, 68, 22],
     )
     doc.heading("The founder's claims, assessed", 2)
     doc.table(
@@ -292,9 +292,20 @@ def _market(doc: _Doc, state: SessionState) -> None:
         doc.bullets(market.trends)
     doc.heading("Competitors", 2)
     doc.table(
-        ["Competitor", "Same job?", "Pricing evidence"],
-        [[c.name, c.jtbd_match, c.pricing_evidence] for c in market.competitors],
-        widths=[50, 22, 102],
+        ["Id", "Competitor", "Job, for whom", "Same job?", "Pricing", "Switching", "Gap we use"],
+        [
+            [
+                c.id,
+                c.name,
+                c.job,
+                c.jtbd_match,
+                f"{c.pricing_evidence} ({c.pricing_source})".strip(),
+                c.switching_cost,
+                c.gap,
+            ]
+            for c in market.competitors
+        ],
+        widths=[15, 25, 34, 17, 33, 17, 33],
     )
 
 

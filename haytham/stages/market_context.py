@@ -1,22 +1,45 @@
-"""Stage 2 — market-context (WHY): jobs-to-be-done, market size, trends, competitors."""
+"""Stage 2 — market-context (WHY): jobs-to-be-done, market size, trends, and the competitor map.
+
+Competitors are data (``COMP-nn`` ids, the job each does for whom, pricing evidence and where it
+comes from, the cost of switching away, the gap the idea exploits) that risk-assessment and
+validation-summary cite by id; code numbers them and relinks those citations.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
-from haytham.stages.base import Phase, StageSpec
+from haytham.schemas.ids import IdScheme, id_pattern, relink, renumber
+from haytham.stages.base import Phase, StageSpec, StageView
+
+COMPETITOR_IDS = IdScheme("COMP-", 2)
+Level = Literal["low", "medium", "high"]
 
 
 class Competitor(TolerantModel):
+    id: str = Field(
+        default="",
+        description="COMP-01, … (unique; code renumbers repeats)",
+        json_schema_extra={"pattern": id_pattern(COMPETITOR_IDS.prefix, COMPETITOR_IDS.width)},
+    )
     name: str
+    job: str = Field(default="", description="The job it does today, and for whom.")
     jtbd_match: Literal["direct", "adjacent", "unrelated"] = Field(
         description="How closely it serves the same job-to-be-done."
     )
     pricing_evidence: str = ""
+    pricing_source: Literal["web_search", "estimate", "unsourced"] = Field(
+        default="unsourced",
+        description="web_search only when a search tool result shows the price.",
+    )
+    switching_cost: Level = Field(
+        default="medium", description="For the idea's users, leaving this alternative."
+    )
+    gap: str = Field(default="", description="What it leaves undone that this idea does.")
 
 
 class MarketContext(TolerantModel):
@@ -24,12 +47,34 @@ class MarketContext(TolerantModel):
     market_size: str = Field(description="Size statement; the number also goes in claims.")
     trends: list[str] = Field(default_factory=list, max_length=6)
     competitors: list[Competitor] = Field(default_factory=list, max_length=8)
-    switching_cost: Literal["low", "medium", "high"] = "medium"
+    switching_cost: Level = "medium"
     switching_cost_note: str = ""
+
+    @model_validator(mode="after")
+    def _number(self) -> MarketContext:
+        renumber(self.competitors, COMPETITOR_IDS)
+        return self
+
+    def catalog(self) -> dict[str, str]:
+        """The competitors later stages may cite (id → name)."""
+        return {c.id: c.name for c in self.competitors}
 
 
 class MarketContextOutput(StageOutput):
     payload: MarketContext
+
+
+def cite_competitors(refs: list[str], view: StageView) -> list[str]:
+    """``refs`` as the market's competitor ids (by id, spelling or name), for the later stages
+    of the WHY phase; a reference that names no competitor is kept as written."""
+    market = view.payload(SPEC.slug)
+    return relink(refs, market.catalog() if market else {}, (COMPETITOR_IDS,))
+
+
+def unknown_competitors(refs: list[str], view: StageView) -> list[str]:
+    market = view.payload(SPEC.slug)
+    known = market.catalog() if market else {}
+    return [r for r in refs if r not in known]
 
 
 SPEC = StageSpec(

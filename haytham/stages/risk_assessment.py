@@ -11,7 +11,9 @@ from pydantic import Field, computed_field
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
-from haytham.stages.base import Phase, StageSpec
+from haytham.schemas.ids import Refs
+from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.market_context import cite_competitors, unknown_competitors
 
 Level = Literal["low", "medium", "high"]
 
@@ -31,6 +33,9 @@ class Risk(TolerantModel):
     likelihood: Level = "medium"
     impact: Level = "medium"
     mitigation: str = ""
+    competitors: Refs = Field(
+        default_factory=list, description="Ids (COMP-nn) of the competitors behind this risk."
+    )
 
 
 def risk_level(claims: list[AssessedClaim], risks: list[Risk]) -> Level:
@@ -67,6 +72,22 @@ class RiskAssessmentOutput(StageOutput):
     payload: RiskAssessment
 
 
+def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    for r in output.payload.risks:
+        r.competitors = cite_competitors(r.competitors, view)
+    return output
+
+
+def check(output: StageOutput, view: StageView) -> list[str]:
+    unknown = [c for r in output.payload.risks for c in unknown_competitors(r.competitors, view)]
+    if unknown:
+        return [
+            f"risks cite competitors that name nothing: {unknown} (valid: the COMP ids listed "
+            "under 'Ids you may reference')"
+        ]
+    return []
+
+
 SPEC = StageSpec(
     3,
     "risk-assessment",
@@ -74,4 +95,6 @@ SPEC = StageSpec(
     "Risk assessment",
     RiskAssessmentOutput,
     needs=("idea-analysis", "market-context"),
+    finalize=finalize,
+    check=check,
 )

@@ -13,7 +13,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.ids import Refs
 from haytham.stages.base import Phase, StageSpec, StageView
+from haytham.stages.market_context import cite_competitors, unknown_competitors
 
 Verdict = Literal["GO", "NO-GO", "PIVOT"]
 
@@ -28,6 +30,9 @@ class Dimension(TolerantModel):
     name: str
     score: int = Field(ge=1, le=5)
     evidence: str = ""
+    competitors: Refs = Field(
+        default_factory=list, description="Ids (COMP-nn) of competitors this score weighs."
+    )
 
 
 def verdict(
@@ -71,6 +76,8 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
     risk = view.payload("risk-assessment")
     level = risk.risk_level if risk is not None else "medium"
     p: ValidationSummary = output.payload
+    for d in p.dimensions:
+        d.competitors = cite_competitors(d.competitors, view)
     decided, reason = verdict(p.knockout_criteria, p.dimensions, level)
     payload = p.model_copy(
         update={"risk_level": level, "verdict": decided, "verdict_reason": reason}
@@ -80,9 +87,16 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 def check(output: StageOutput, view: StageView) -> list[str]:
     p: ValidationSummary = output.payload
+    problems = []
     if p.verdict == "PIVOT" and not p.pivot_options:
-        return ["the verdict is PIVOT, so pivot_options must list 1-4 concrete pivots"]
-    return []
+        problems.append("the verdict is PIVOT, so pivot_options must list 1-4 concrete pivots")
+    unknown = [c for d in p.dimensions for c in unknown_competitors(d.competitors, view)]
+    if unknown:
+        problems.append(
+            f"the scorecard cites competitors that name nothing: {unknown} (valid: the COMP "
+            "ids listed under 'Ids you may reference')"
+        )
+    return problems
 
 
 def blocker(payload: ValidationSummary) -> tuple[str, str] | None:
@@ -98,7 +112,7 @@ SPEC = StageSpec(
     Phase.WHY,
     "Validation summary",
     ValidationSummaryOutput,
-    needs=("risk-assessment",),
+    needs=("market-context", "risk-assessment"),
     finalize=finalize,
     check=check,
     blocker=blocker,
