@@ -81,7 +81,10 @@ def _line(entry: Entry) -> str:
     shown = entry.details if len(entry.details) <= INLINE_DETAILS else ()
     if entry.kind in ("rework", "auto_rework"):
         shown = ()
-    lines += [f"    - {md(d)}" for d in shown]
+    if entry.kind == "opened" and shown:
+        lines.append("    - " + " · ".join(md(d) for d in shown))  # one line per opening
+    else:
+        lines += [f"    - {md(d)}" for d in shown]
     if entry.kind in ("rework", "auto_rework"):
         lines.append(f"    - {_diff_summary(entry.diffs)}")  # stage titles and counts only
     return "\n".join(lines)
@@ -114,8 +117,6 @@ def _details(entry: Entry) -> None:
             st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
         elif entry.details:
             st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
-        if entry.feedback:
-            st.markdown(f"**Feedback**: “{md(entry.feedback)}”")
         if entry.kind in ("rework", "auto_rework"):
             render_diffs(entry.diffs)
 
