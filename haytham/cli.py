@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("clear-from", "discard a stage and everything after it")
     p.add_argument("session_id")
     p.add_argument("stage")
+    p = add("revise", "ask for a change to a stage after Gate 1; later stages re-run")
+    p.add_argument("session_id")
+    p.add_argument("stage")
+    p.add_argument("request", help="what should change, in your words")
+    p.add_argument("--yes", action="store_true", help="apply the proposed change without asking")
+    _progress_flags(p, json_flag=False)
     p = add("fork", "start a new session from a stage of an existing one")
     p.add_argument("session_id")
     p.add_argument("--from", dest="stage", required=True)
@@ -297,6 +303,8 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         _print_outcome(svc.clear_from(args.session_id, args.stage))
     elif args.command == "fork":
         print(terminal_safe(svc.fork(args.session_id, args.stage, args.new_id)))
+    elif args.command == "revise":
+        return _revise(args, settings, svc)
     elif args.command == "export":
         if args.format in BINARY and not args.output:
             raise InputError(f"A {args.format} export is a PDF file: name it with --output FILE.")
@@ -305,6 +313,38 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
             write_export(args.output, text)
         else:
             sys.stdout.write(terminal_safe(str(text)))
+    return 0
+
+
+def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
+    """Show the proposed change; apply it with --yes or a "y" on a terminal."""
+    proposal = svc.propose_change(args.session_id, args.stage, args.request)
+    print(terminal_safe(f"Proposed change to {proposal.stage}: {proposal.why}"))
+    for c in proposal.changes:
+        before = f" {c.before!r} →" if c.before else ""
+        print(terminal_safe(f"  {c.kind:8} {c.where}:{before} {c.after!r}".rstrip()))
+    if not proposal.changes:
+        print("  (no change to the stage's data)")
+    if proposal.invariants_touched:
+        print(terminal_safe(f"Invariants it touches: {', '.join(proposal.invariants_touched)}"))
+    if proposal.breaks:
+        raise InputError(
+            f"It would break {', '.join(proposal.breaks)}; nothing was applied. Change the "
+            "concept anchor first, or ask for a change that keeps it."
+        )
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("Nothing applied: rerun with --yes to apply a change.")
+            return 0
+        if input("Apply it and re-run the later stages? [y/N] ").strip().lower() not in (
+            "y",
+            "yes",
+        ):
+            print("Nothing applied.")
+            return 0
+    with _progressing(args, settings, args.session_id):
+        outcome = svc.apply_change(args.session_id, proposal)
+    _print_outcome(outcome)
     return 0
 
 
@@ -449,7 +489,7 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
             sid
             and args.command
             in ("run", "resume", "approve", "reject", "rework", "override")
-            + ("clarify", "clear-from")
+            + ("clarify", "clear-from", "revise")
             and isinstance(exc, StageFailed | ProviderError | StorageError)
             and "haytham resume" not in str(exc)
         ):

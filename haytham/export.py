@@ -67,6 +67,7 @@ def to_json(state: SessionState) -> str:
             "verifications",
             "validations",
             "review_log",
+            "revisions",
         )
     }
     data["overrides"] = _overrides(state)
@@ -100,6 +101,11 @@ def to_markdown(state: SessionState) -> str:
     for n, g in sorted(state.gates.items()):
         if g.rework_stage:
             parts.append(f"- Gate {n} rework of {g.rework_stage}: {g.feedback}")
+    if state.revisions:
+        parts += ["", "## Change requests", ""]
+        for r in state.revisions:
+            parts.append(f"- {r.at} · {r.stage}: “{r.request}” — {r.why}")
+            parts += [f"  - {c.kind} {c.where}" for c in r.changes]
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 

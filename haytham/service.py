@@ -25,9 +25,20 @@ from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
-from haytham.pipeline.runner import PostValidator, StageRunner
+from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
 from haytham.pipeline.state import SessionState
 from haytham.render import render_stage
+from haytham.revise import (
+    AGENT as CHANGE_AGENT,
+)
+from haytham.revise import (
+    Proposal,
+    change_context,
+    proposal_model,
+    propose,
+    revisable,
+    revised_state,
+)
 from haytham.session_state import (
     cleared_state,
     ensure_state,
@@ -49,6 +60,7 @@ from haytham.store import (
 )
 
 VerifierFactory = Callable[[Settings, ModelRuntime, SessionFiles], actions.Verifier | None]
+MAX_REQUEST_CHARS = 2000
 TRACKING_DIR = "_tracking"  # not a valid session id, so never listed as a session
 
 
@@ -283,6 +295,82 @@ class Haytham:
     def export(self, session_id: str, fmt: str) -> str | bytes:
         """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes)."""
         return export(self.load_state(session_id), fmt)
+
+    # -- change requests -------------------------------------------------------------------------
+    def propose_change(self, session_id: str, stage: str, request: str) -> Proposal:
+        """An agent's proposed revision of ``stage`` for the founder's ``request``, with the
+        diff code computed and the invariants it touches or would break. Changes nothing."""
+        text = " ".join(str(request).split())
+        if not text:
+            raise InputError("Say what should change: the change request is empty.")
+        if len(text) > MAX_REQUEST_CHARS:
+            raise InputError(
+                f"The change request is {len(text):,} characters; keep it under "
+                f"{MAX_REQUEST_CHARS:,} (one change at a time)."
+            )
+        files = self.store.open(session_id)
+        with files.lock():
+            state = load_state(files)
+            spec = revisable(state, stage)
+            check_provider(self.settings)
+            runner = StageRunner(self.settings, self.models, files, input_validation=False)
+            system = stage_system_prompt(spec) + "\n\n" + load_prompt("change_request.md")
+            answer = runner.ask(
+                CHANGE_AGENT,
+                spec.tier,
+                system,
+                change_context(spec, state, text),
+                proposal_model(spec),
+                account_as=CHANGE_AGENT,
+            )
+            proposal = propose(spec, state, text, answer)
+            files.append_event(
+                "change_proposed",
+                spec.slug,
+                request=text,
+                changes=len(proposal.changes),
+                breaks=proposal.breaks,
+            )
+        return proposal
+
+    def apply_change(
+        self, session_id: str, proposal: Proposal, *, continue_run: bool = True
+    ) -> Outcome:
+        """Replace the stage's output with the proposal (a revision on the record) and re-run
+        every later stage through the runner, verifiers and gates (to the next gate)."""
+        if proposal.breaks:
+            raise GateError(
+                f"This change would break {', '.join(proposal.breaks)}; nothing was applied. "
+                "Change the concept anchor first (clear-from the first stage after it and "
+                "edit it at Gate 1), or ask for a change that keeps it."
+            )
+        files = self.store.open(session_id)
+        with files.lock():
+            ensure_state(files)
+            state, seq = load_state_seq(files)
+            spec = revisable(state, proposal.stage)
+            new = revised_state(state, proposal, cleared_state(state, spec.number))
+            if self.post_validator is not None:
+                findings, divergence = self.post_validator(spec.slug, new, ())
+                new = new.model_copy(
+                    update={
+                        "validations": {**new.validations, spec.slug: findings},
+                        "divergence": {**new.divergence, spec.slug: divergence}
+                        if divergence
+                        else new.divergence,
+                    }
+                )
+            with storage_errors(files):
+                save_state(files, seq + 1, spec.action, new)
+            files.append_event(
+                "change_applied", spec.slug, request=proposal.request, changes=proposal.changes
+            )
+            Projector(files).project(new, position=spec.action, sequence_id=seq + 1)
+            if not continue_run:
+                return Outcome(session_id, new.status, next_action=spec.action)
+            check_provider(self.settings)
+            app = self._app(files)
+            return self._advance(files, app, until=None, auto_approve=False)
 
     # -- history ---------------------------------------------------------------------------------
     def clear_from(self, session_id: str, slug: str) -> Outcome:

@@ -106,12 +106,19 @@ def summarize(
             _clear_rows(stages, ev["stage"])
     # Completion is what the state holds, not what an event says: a process killed after a
     # stage's ``stage_completed`` event but before its state was saved re-runs that stage.
+    # A fork's stages before its fork point are saved but never ran here: ``inherited``.
+    parent = next(
+        (str((ev.get("data") or {}).get("source")) for ev in events if ev.get("type") == "forked"),
+        None,
+    )
     for slug, row in stages.items():
         if slug not in SUMMARY_STAGES:
             continue
         saved = state.anchor is not None if slug == ANCHOR_AGENT else slug in state.outputs
         if not saved and row["status"] in ("", "running", "completed", "needs_attention"):
             row["status"] = ("running" if busy else "interrupted") if row["runs"] else "pending"
+        elif saved and parent and not row["runs"] and row["status"] == "pending":
+            row["status"], row["inherited_from"] = "inherited", parent
     rows = [r for r in stages.values()]
     totals = {
         k: sum(r[k] for r in rows)
@@ -122,6 +129,7 @@ def summarize(
         "stages": stages,
         "totals": totals,
         "divergence": state.divergence,
+        "forked_from": parent,
     }
 
 
@@ -179,6 +187,8 @@ class Projector(PostRunStepHook):
             self._put(f"{rel}/output.md", render_stage(spec, raw))
         dumped = state.dump()
         self._put("gates.json", _dump(dumped["gates"]))
+        if state.revisions:
+            self._put("revisions.json", _dump(dumped["revisions"]))
         verifications = {
             f"verifications/{phase.lower()}.json": _dump(v)
             for phase, v in dumped["verifications"].items()

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAn
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
+from haytham.schemas.revision import Revision
 from haytham.schemas.verification import PhaseVerification, ReviewArtifact
 from haytham.stages import BY_SLUG, Phase
 from haytham.validate.model import Finding
@@ -118,6 +119,7 @@ class SessionState(BaseModel):
     reviews: dict[str, ReviewArtifact] = Field(default_factory=dict)
     review_log: list[LoggedReview] = Field(default_factory=list)
     rework: dict[str, ReworkTracker] = Field(default_factory=dict)
+    revisions: list[Revision] = Field(default_factory=list)  # applied change requests
 
     @classmethod
     def of(cls, data: SessionState | State | Mapping[str, Any]) -> SessionState:

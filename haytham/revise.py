@@ -1,0 +1,193 @@
+"""Change requests after the fact: the founder says in words what should change in a stage's
+output; an agent proposes the revised output, the invariants it touches and any it would
+break; code computes the diff. On accept the output is replaced (a :class:`Revision` on the
+record, with the request) and every later stage re-runs through the normal runner, verifiers
+and gates, so the cascade is checked like any run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from haytham.errors import GateError, InputError
+from haytham.pipeline.context import Context, build_stage_context
+from haytham.pipeline.state import RunStatus, SessionState, StageMeta
+from haytham.schemas.envelope import StageOutput
+from haytham.schemas.ids import as_refs
+from haytham.schemas.revision import Change, Revision
+from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
+from haytham.store import now
+
+AGENT = "change-request"
+CHANGE_HEADING = "## The founder's change request"
+CURRENT_HEADING = "## The stage's current output (JSON)"
+
+
+class Proposal(BaseModel):
+    """What the agent proposes and code derived from it; nothing is changed until applied."""
+
+    stage: str
+    request: str
+    why: str
+    invariants_touched: list[str]
+    breaks: list[str]
+    revised: dict[str, Any]  # the stage's whole output, as JSON
+    changes: list[Change]
+
+
+def proposal_model(spec: StageSpec) -> type[BaseModel]:
+    """The structured answer for ``spec``: its own output model, revised, plus the why."""
+    return create_model(
+        f"{spec.output_model.__name__}Change",
+        revised=(spec.output_model, Field(description="The stage's whole output, revised.")),
+        why=(str, Field(description="Why these changes answer the request, in 1-3 sentences.")),
+        invariants_touched=(
+            list[str],
+            Field(
+                default_factory=list, description="Ids (INV-n) of invariants the change touches."
+            ),
+        ),
+        breaks=(
+            list[str],
+            Field(
+                default_factory=list,
+                description="Ids (INV-n) of invariants the change would break; empty if none.",
+            ),
+        ),
+    )
+
+
+def revisable(state: SessionState, slug: str) -> StageSpec:
+    """The stage a change request may revise, or one sentence why not."""
+    spec = BY_SLUG.get(slug.strip().lower())
+    if spec is None:
+        raise InputError(f"Unknown stage {slug!r}; stages are: {', '.join(BY_SLUG)}.")
+    gate_1 = state.gates.get(VERDICT_STAGE.phase.gate)
+    if gate_1 is None or gate_1.status != "approved":
+        raise GateError(
+            "Change requests start after Gate 1 is approved; until then, request rework at "
+            "the gate."
+        )
+    if spec is ANCHOR_SOURCE:
+        raise InputError(
+            f"{spec.slug} is the concept anchor's source; change the anchor at Gate 1 instead."
+        )
+    if spec.slug not in state.outputs:
+        raise InputError(f"Stage {spec.slug} has not run yet; there is nothing to revise.")
+    if state.status.gate is None and state.status is RunStatus.RUNNING:
+        raise GateError("The session is running; wait for it to reach a gate, then ask again.")
+    return spec
+
+
+def change_context(spec: StageSpec, state: SessionState, request: str) -> Context:
+    """The stage's own context (idea, anchor, earlier stages) plus its output and the request."""
+    ctx = build_stage_context(
+        spec,
+        idea=state.idea,
+        anchor_text=state.anchor_text,
+        outputs={k: v for k, v in state.outputs.items() if BY_SLUG[k].number < spec.number},
+        appetite=state.appetite,
+    )
+    current = state.outputs[spec.slug].model_dump_json(indent=1)
+    ctx.add("current", CURRENT_HEADING, f"```json\n{current}\n```")
+    ctx.add("request", CHANGE_HEADING, request)
+    return ctx
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items() if v not in ("", [], None))
+    if isinstance(value, list):
+        return ", ".join(_text(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _key(item: Any, n: int) -> str:
+    if isinstance(item, dict):
+        for name in ("id", "name", "need", "title", "risk"):
+            if item.get(name):
+                return str(item[name])
+    return str(n)
+
+
+def diff(before: StageOutput, after: StageOutput) -> list[Change]:
+    """The payload fields and items that differ (items matched by id, else name or title)."""
+    old, new = before.model_dump(mode="json")["payload"], after.model_dump(mode="json")["payload"]
+    changes: list[Change] = []
+    for field in dict.fromkeys([*old, *new]):
+        a, b = old.get(field), new.get(field)
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            was = {_key(x, n): x for n, x in enumerate(a)}
+            now_ = {_key(x, n): x for n, x in enumerate(b)}
+            for key in dict.fromkeys([*was, *now_]):
+                where = f"{field}[{key}]" if any(isinstance(x, dict) for x in a + b) else field
+                if key not in now_:
+                    changes.append(Change(kind="removed", where=where, before=_text(was[key])))
+                elif key not in was:
+                    changes.append(Change(kind="added", where=where, after=_text(now_[key])))
+                elif was[key] != now_[key]:
+                    changes.append(
+                        Change(
+                            kind="changed",
+                            where=where,
+                            before=_text(was[key]),
+                            after=_text(now_[key]),
+                        )
+                    )
+        else:
+            changes.append(Change(kind="changed", where=field, before=_text(a), after=_text(b)))
+    return changes
+
+
+def propose(spec: StageSpec, state: SessionState, request: str, answer: BaseModel) -> Proposal:
+    """The proposal from the agent's answer: the revised output completed by the stage's own
+    code (ids, derived fields), invariant references mapped to the anchor's ids."""
+    view = StageView(
+        idea=state.idea, outputs=state.outputs, anchor=state.anchor, appetite=state.appetite
+    )
+    revised, _ = spec.complete(answer.revised, view)  # type: ignore[attr-defined]
+    anchor = state.anchor
+
+    def ids(refs: list[str]) -> list[str]:
+        found = [anchor.resolve_ref(r) if anchor else None for r in as_refs(refs)]  # type: ignore[arg-type]
+        return list(dict.fromkeys(i.id for i in found if i is not None))
+
+    return Proposal(
+        stage=spec.slug,
+        request=request,
+        why=answer.why,  # type: ignore[attr-defined]
+        invariants_touched=ids(answer.invariants_touched),  # type: ignore[attr-defined]
+        breaks=ids(answer.breaks),  # type: ignore[attr-defined]
+        revised=revised.model_dump(mode="json"),
+        changes=diff(state.outputs[spec.slug], revised),
+    )
+
+
+def revised_state(state: SessionState, proposal: Proposal, cleared: SessionState) -> SessionState:
+    """``cleared`` (the session without the revised stage and everything after it) with the
+    revised output in place and the revision on the record; the run goes on after it."""
+    spec = BY_SLUG[proposal.stage]
+    output = spec.output_model.model_validate(proposal.revised)
+    revision = Revision(
+        stage=spec.slug,
+        request=proposal.request,
+        why=proposal.why,
+        invariants_touched=proposal.invariants_touched,
+        changes=proposal.changes,
+        at=now(),
+    )
+    meta = StageMeta(
+        status="completed", at=now(), anchor=state.anchor.digest() if state.anchor else None
+    )
+    return cleared.model_copy(
+        update={
+            "outputs": {**cleared.outputs, spec.slug: output},
+            "stage_meta": {**cleared.stage_meta, spec.slug: meta},
+            "revisions": [*state.revisions, revision],
+            "route": None,
+        }
+    )
