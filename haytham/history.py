@@ -20,6 +20,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from itertools import groupby
 from typing import Any, Literal
 
 from burr.core import State
@@ -47,6 +48,7 @@ Kind = Literal[
     "approved",
     "rejected",
     "cleared",
+    "inherited",
 ]
 _TITLE_KEYS = ("title", "name", "need", "statement", "description")
 
@@ -334,18 +336,21 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
     return out
 
 
+def _blank(record: GateRecord) -> dict[str, Any]:
+    """``record`` before any command of its round (what an inherited record is compared with)."""
+    return {"gate": record.gate, "phase": record.phase, "status": "open", "round": record.round}
+
+
 def _grouped(items: Sequence[Any]) -> list[tuple[str, list[Any]]]:
-    groups: dict[str, list[Any]] = {}
-    for item in items:
-        groups.setdefault(item.at, []).append(item)
-    return list(groups.items())
+    """Consecutive clarifications of one kind (yours, or automatic) added in one step: one
+    command, one entry (each item has its own time; the first one's is the entry's)."""
+    return [(g[0].at, g) for _, run in groupby(items, key=lambda i: i.auto) if (g := list(run))]
 
 
 def _by_reason(items: Sequence[Any]) -> list[tuple[tuple[str, str], list[Any]]]:
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for item in items:
-        groups.setdefault((item.at, item.reason), []).append(item)
-    return list(groups.items())
+    """Consecutive overrides with one reason added in one step (an "override all")."""
+    runs = groupby(items, key=lambda i: (i.reason, i.auto))
+    return [((g[0].at, g[0].reason), g) for _, run in runs if (g := list(run))]
 
 
 def _stage_title(slug: str | None) -> str:
@@ -375,6 +380,18 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
         state = step.state
         record = state.gates.get(gate)
         old = prev.state.gates.get(gate) if prev is not None else None
+        if prev is None and record is not None:  # a fork's (or a rebuilt state's) first step
+            entries.append(
+                Entry(
+                    "inherited",
+                    record.round,
+                    "Carried over from before this session's first step (forked from another "
+                    "session, or a rebuilt state)",
+                    at=record.opened_at,
+                    seq=step.seq,
+                )
+            )
+            entries += _record_changes(step, phase, GateRecord(**_blank(record)), record)
         if old is not None and record is None:  # cleared: the phase runs again from scratch
             settle(prev.state)  # type: ignore[union-attr]
             slug = _cleared_from(prev, step)  # type: ignore[arg-type]

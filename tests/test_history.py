@@ -267,3 +267,14 @@ def test_an_anchor_edit_is_stale_on_every_page_until_the_re_run(tmp_path, monkey
     assert not shows(at, banner)
     with service() as svc:
         assert svc.status(sid)["stale"] == []
+
+
+def test_a_fork_starts_with_what_it_inherited(reworked):
+    svc, sid = reworked
+    fork = svc.fork(sid, "capability-model")
+    gate_1 = svc.gate_history(fork, 1).entries
+    assert [e.kind for e in gate_1] == ["inherited", "clarification", "approved"]
+    assert gate_1[0].summary.startswith("Carried over from before this session's first step")
+    assert svc.gate_history(fork, 2).entries == ()  # cleared by the fork: it runs again
+    svc.run(fork)
+    assert [e.kind for e in svc.gate_history(fork, 2).entries] == ["opened"]

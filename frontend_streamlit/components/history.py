@@ -25,6 +25,7 @@ ICONS = {
     "approved": ":material/check_circle:",
     "rejected": ":material/cancel:",
     "cleared": ":material/restart_alt:",
+    "inherited": ":material/call_split:",
 }
 FIELD_NAMES = {
     "in_scope": "In scope",
