@@ -26,24 +26,17 @@ Verifier = Callable[[Phase, SessionState], PhaseVerification]
 ``record_rework(phase, decision)`` (see :class:`haytham.verify.factory.PhaseVerifier`)."""
 
 
+WORK = ["idea", "appetite", "anchor", "anchor_text", "outputs", "stage_meta", "validations"]
+"""What a stage's context, checks and its phase's verifier read of the session."""
+
+
 @action.pydantic(reads=[], writes=["status", "route"])
 def start(state: SessionState) -> SessionState:
     return state.model_copy(update={"status": RunStatus.RUNNING, "route": None})
 
 
 @action.pydantic(
-    reads=[
-        "idea",
-        "appetite",
-        "anchor",
-        "anchor_text",
-        "outputs",
-        "stage_meta",
-        "validations",
-        "divergence",
-        "reviews",
-        "review_log",
-    ],
+    reads=[*WORK, "divergence", "reviews", "review_log"],
     writes=[
         "outputs",
         "stage_meta",
@@ -95,18 +88,7 @@ def extract_anchor(state: SessionState, runner: StageRunner) -> SessionState:
 
 
 @action.pydantic(
-    reads=[
-        "idea",
-        "appetite",
-        "anchor",
-        "anchor_text",
-        "outputs",
-        "stage_meta",
-        "validations",
-        "gates",
-        "reviews",
-        "rework",
-    ],
+    reads=[*WORK, "gates", "reviews", "rework"],
     writes=["verifications", "gates", "route", "status", "reviews", "rework"],
 )
 def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -> SessionState:
