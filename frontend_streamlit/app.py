@@ -12,7 +12,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # lets pages import ``components`` however the app is started
     sys.path.insert(0, str(HERE))
 
-from components.context import failures  # noqa: E402 — needs the path above
+from components.context import backend, failures, selected_session  # noqa: E402 — path above
+from components.notice import model_quality_notice  # noqa: E402
+
+# The session pages that get the model-quality notice from here, above their content (Run,
+# Stories and Fidelity show it under their title themselves).
+NOTICE_FROM_APP = {"gate_1", "gate_2", "gate_3", "gate_4", "verdict"}
 
 st.set_page_config(page_title="Haytham", page_icon=":material/lightbulb:", layout="wide")
 
@@ -38,4 +43,6 @@ pages = {
 
 page = st.navigation(pages)
 with failures():  # a bug in a page shows one sentence (the traceback goes to the server log)
+    if page.url_path in NOTICE_FROM_APP:
+        model_quality_notice(backend(), selected_session())
     page.run()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -498,3 +499,54 @@ def showing_progress(
         finally:
             with contextlib.suppress(Exception):
                 renderer.close()
+
+
+# -- estimates from this machine's past runs -----------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """How long a stage row usually takes here: the median of its finished runs in other
+    sessions run with the same provider (``runs`` of them)."""
+
+    seconds: float
+    runs: int
+
+
+def session_provider(events: list[Event]) -> str | None:
+    """The provider that answered a session's model calls (else the one it was created with)."""
+    for ev in events:
+        if ev.get("type") == "model_call":
+            return str((ev.get("data") or {}).get("provider") or "") or None
+    for ev in events:
+        if ev.get("type") == "session_created":
+            return str((ev.get("data") or {}).get("provider") or "") or None
+    return None
+
+
+def stage_estimates(
+    store: SessionStore, provider: str, *, exclude: str | None = None
+) -> dict[str, Estimate]:
+    """Per stage row (stages, anchor, verifiers, input checks): the median wall time of its
+    completed runs in the sessions under ``store`` that ran on ``provider``, except ``exclude``.
+    Sessions that can't be read are skipped: an estimate never fails a page."""
+    walls: dict[str, list[float]] = {}
+    for sid in store.list_ids():
+        if sid == exclude:
+            continue
+        try:
+            events = store.open(sid).events()
+        except HaythamError:
+            continue
+        if session_provider(events) != provider:
+            continue
+        for ev in events:
+            wall = (ev.get("data") or {}).get("wall_ms")
+            if ev.get("type") == "stage_completed" and ev.get("stage") and _number(wall):
+                walls.setdefault(str(ev["stage"]), []).append(float(wall) / 1000)
+    return {
+        stage: Estimate(round(statistics.median(values), 3), len(values))
+        for stage, values in walls.items()
+    }
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0

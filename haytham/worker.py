@@ -11,6 +11,7 @@ and events), never from the thread.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -18,12 +19,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from haytham.errors import HaythamError, SessionLocked
+from haytham.errors import CassetteMiss, HaythamError, SessionLocked
+from haytham.progress import Estimate, session_provider, stage_estimates
 from haytham.service import Haytham, Outcome
+from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 
 log = logging.getLogger(__name__)
 
 JobState = Literal["running", "finished", "failed"]
+ESTIMATE_TTL_S = 30.0  # past runs change slowly: re-read the sessions folder at most this often
+REPLAY_MISS = re.compile(r"No recorded turn in cassette .*? for agent '(?P<agent>[^']+)'", re.S)
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,36 @@ class _Slot:
     thread: threading.Thread | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class ReplayFit:
+    """Whether the replay cassette can answer an idea (checked before anything runs)."""
+
+    ok: bool
+    why: str  # one sentence: why not, or (when ``ok``) what the replay will answer with
+    any_idea: bool = False  # the cassette's entries have no conditions: every idea replays alike
+
+
+def replay_miss_text(message: str) -> str | None:
+    """A replay cassette's miss (``No recorded turn in cassette … --record …``) in the UI's
+    words; ``None`` for any other message."""
+    found = REPLAY_MISS.search(message)
+    if found is None:
+        return None
+    agent = found["agent"]
+    spec = BY_SLUG.get(agent)
+    what = f"{agent} ({spec.title})" if spec else agent
+    return (
+        f"replay mode has no recorded answer for {what} (the cassette was recorded for another "
+        "idea or another path), so running this step again stops here again. Start a new idea "
+        "that the cassette covers (New idea lists them), or use a model provider."
+    )
+
+
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """A one-sentence message and a type name for ``exc`` (never a traceback)."""
+    if isinstance(exc, CassetteMiss):
+        text = replay_miss_text(str(exc))
+        return (text[:1].upper() + text[1:] if text else str(exc)), type(exc).__name__
     if isinstance(exc, HaythamError):
         return str(exc), type(exc).__name__
     return (
@@ -84,6 +117,7 @@ class RunWorker:
         self.service = service
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
+        self._estimates: dict[str | None, tuple[float, dict[str, Estimate]]] = {}
 
     # -- starting ------------------------------------------------------------------------------
     def submit(self, session_id: str, label: str, fn: Callable[[], Outcome]) -> Job:
@@ -109,6 +143,12 @@ class RunWorker:
     def run(self, session_id: str, label: str = "run") -> Job:
         """Run (or resume) ``session_id`` until the next gate, the end, or an error."""
         return self.submit(session_id, label, lambda: self.service.run(session_id))
+
+    def fork(self, session_id: str, slug: str) -> str:
+        """Fork ``session_id`` from ``slug`` (:meth:`Haytham.fork`) and start the fork's run."""
+        new = self.service.fork(session_id, slug)
+        self.run(new, "fork")
+        return new
 
     def _work(self, session_id: str, fn: Callable[[], Outcome]) -> None:
         try:
@@ -174,9 +214,98 @@ class RunWorker:
                 open_stage = None
         return open_stage
 
+    # -- what the pages show besides the session's own files -----------------------------------
+    def estimates(self, exclude: str | None = None) -> dict[str, Estimate]:
+        """Per stage row, the median wall time of its runs in the other sessions here that ran
+        on this provider (:func:`haytham.progress.stage_estimates`); re-read every
+        :data:`ESTIMATE_TTL_S` seconds at most."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._estimates.get(exclude)
+        if cached is not None and now - cached[0] < ESTIMATE_TTL_S:
+            return cached[1]
+        found = stage_estimates(self.service.store, self.service.settings.provider, exclude=exclude)
+        with self._lock:
+            self._estimates[exclude] = (now, found)
+        return found
+
+    def provider_of(self, session_id: str) -> str | None:
+        """The provider that answered the session's model calls; a fork that has made none yet
+        answers for its parent's (the outputs it inherited). ``None`` when unknown."""
+        seen: set[str] = set()
+        sid: str | None = session_id
+        while sid and sid not in seen:
+            seen.add(sid)
+            try:
+                events = self.service.store.open(sid).events()
+            except HaythamError:
+                return None
+            calls = [ev for ev in events if ev.get("type") == "model_call"]
+            forked = next((ev for ev in events if ev.get("type") == "forked"), None)
+            if calls or forked is None:
+                return session_provider(events)
+            sid = str((forked.get("data") or {}).get("source") or "") or None
+        return None
+
+    def replay_fit(self, idea: str, agent: str | None = None) -> ReplayFit:
+        """With the replay provider: whether the cassette has a turn-1 answer for ``agent``
+        (default: the first stage) whose ``when`` conditions all occur in ``idea`` or in the
+        stage's instructions, as :meth:`~haytham.models.replay.Cassette.match` decides. Entries
+        bound to a recorded request hash can't be checked before the run and don't count. Other
+        providers answer any idea."""
+        settings = self.service.settings
+        if settings.provider != "replay":
+            return ReplayFit(True, "")
+        if settings.cassette is None:
+            return ReplayFit(False, "Replay mode needs a cassette (HAYTHAM_CASSETTE).")
+        agent = agent or STAGES[0].slug
+        cassette = self.service.models.cassette(settings.cassette)
+        entries = [
+            e
+            for e in cassette.entries
+            if e.agent == agent and e.turn == 1 and e.request_hash is None
+        ]
+        if not entries:
+            return ReplayFit(
+                False, f"Replay mode: the cassette has no recorded answer for {_step(agent)}."
+            )
+        if any(not e.when for e in entries):
+            return ReplayFit(
+                True,
+                "Replay mode: the cassette answers every idea with the run it recorded, so the "
+                "outputs are that recording, whatever you type.",
+                any_idea=True,
+            )
+        text = idea + "\n" + _instructions(agent)
+        if any(all(c in text for c in e.when) for e in entries):
+            return ReplayFit(True, "Replay mode: the cassette has a recorded run for this idea.")
+        return ReplayFit(
+            False,
+            "Replay mode can only run ideas its cassette recorded, and this text matches none "
+            "of them: pick the example above.",
+        )
+
 
 def _timestamp(value: Any) -> float:
     try:
         return datetime.fromisoformat(str(value)).timestamp()
     except ValueError:
         return time.time()
+
+
+def _step(agent: str) -> str:
+    spec = BY_SLUG.get(agent)
+    return spec.title if spec else "the concept anchor" if agent == ANCHOR_AGENT else agent
+
+
+def _instructions(agent: str) -> str:
+    """The system prompt a stage's request carries (replay's ``when`` may match it too)."""
+    spec = BY_SLUG.get(agent)
+    if spec is None:
+        return ""
+    from haytham.pipeline.runner import stage_system_prompt  # the pipeline: only when asked
+
+    try:
+        return stage_system_prompt(spec)
+    except OSError:
+        return ""

@@ -41,12 +41,18 @@ def test_list_open_fork_and_delete(sessions: Path) -> None:
     assert not at.exception
     forked = at.session_state["selected_session"]
     assert forked not in ("first", "second") and (sessions / forked).is_dir()
-    assert shows(at, f"Forked second from capability-model as {forked}")
-    at.selectbox(key="sessions_pick").set_value(forked).run()
-    at.button(key="resume_session").click().run()
-    assert at.title[0].value == "Run"
+    assert at.title[0].value == "Run"  # the fork opens on its own …
+    assert shows(at, f"Forked `second` from `capability-model` as `{forked}`")
     at.switch_page("views/run.py")
-    poll(at, at_gate(2))
+    poll(at, at_gate(2))  # … and its run started on its own (no Resume)
+    table = at.dataframe[0].value.set_index("stage")
+    for stage in ("Idea analysis", "Concept anchor", "Validation summary", "MVP scope"):
+        assert table.loc[stage, "status"] == "↳ inherited from second", stage
+    assert table.loc["Capability model", "status"] == "✓ completed"
+    assert shows(at, "6 steps inherited, done there")
+    at.switch_page("views/sessions.py").run()
+    assert at.selectbox(key="sessions_pick").value == forked  # the picker follows the fork
+    assert at.dataframe[0].value.set_index("session").loc[forked, "forked_from"] == "second"
 
     at.switch_page("views/sessions.py").run()
     at.selectbox(key="sessions_pick").set_value("first").run()

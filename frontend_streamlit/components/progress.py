@@ -1,4 +1,5 @@
-"""Stage-by-stage progress of a session, read from its summary (``status()['summary']``)."""
+"""Stage-by-stage progress of a session, read from its summary (``status()['summary']``), with
+an estimate per stage from this machine's past runs (``RunWorker.estimates``)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,60 @@ import streamlit as st
 from components.safe_text import no_paths
 
 from haytham.pipeline.state import RunStatus
+from haytham.progress import Estimate
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES
 from haytham.worker import Job, StageProgress
 
-ICONS = {
-    "completed": "✓",
-    "needs_attention": "⚠",
-    "running": "▶",
-    "failed": "✗",
-    "interrupted": "‖",
-    "pending": "·",
-    "passed": "✓",
-    "inconclusive": "?",
-    "off": "·",
-}  # plain symbols: no emoji font needed
+STAGE_COUNT = f"{len(STAGES)} stages + the concept anchor"
+"""How every page counts the pipeline's steps (the anchor is extracted between two stages)."""
+
+# one plain symbol per state, all in DejaVu Sans (no emoji font needed); no two states share one
+STATES = {
+    "completed": ("✓", "completed"),
+    "needs_attention": ("⚠", "needs attention"),
+    "inherited": ("↳", "inherited"),
+    "running": ("▶", "running"),
+    "waiting": ("‖", "waiting for you"),
+    "failed": ("✗", "failed"),
+    "interrupted": ("↯", "interrupted"),
+    "pending": ("○", "pending"),
+    "passed": ("✔", "passed"),
+    "inconclusive": ("?", "inconclusive"),
+    "off": ("–", "off"),
+    "approved": ("☑", "approved"),
+    "rejected": ("⊘", "rejected"),
+    "rework_requested": ("↺", "rework requested"),
+}
+DONE = ("completed", "needs_attention", "inherited")
 _STATUSES = {s.value for s in RunStatus}
+
+
+def state_label(status: str, parent: str | None = None) -> str:
+    """``✓ completed``, ``↳ inherited from <parent>``, … (the icon, then the words)."""
+    icon, words = STATES.get(status, ("", status.replace("_", " ")))
+    if status == "inherited" and parent:
+        words += f" from {parent}"
+    return f"{icon} {words}".strip()
+
+
+def duration(seconds: float) -> str:
+    """``0.4 s``, ``42 s``, ``3 min 10 s``, ``1 h 5 min``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s" if whole % 60 else f"{whole // 60} min"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+def estimate_text(estimate: Estimate | None) -> str:
+    if estimate is None:
+        return "no estimate yet"
+    runs = "1 past run" if estimate.runs == 1 else f"{estimate.runs} past runs"
+    usual = "under 1 s" if estimate.seconds < 1 else f"~{duration(estimate.seconds)}"
+    return f"{usual} ({runs})"
 
 
 def describe(slug: str) -> tuple[str, str, float] | None:
@@ -51,11 +91,49 @@ def describe(slug: str) -> tuple[str, str, float] | None:
     return None
 
 
+def _gate_rows(gates: dict[str, Any], waiting_at: int | None) -> list[dict[str, Any]]:
+    """One row per gate: waiting (the run waits for you there), or how it was decided."""
+    rows = []
+    phases = sorted({s.phase for s in STAGES}, key=lambda p: p.gate)
+    for phase in phases:
+        record = gates.get(str(phase.gate)) or gates.get(phase.gate) or {}
+        decided = record.get("status")
+        if waiting_at == phase.gate:
+            status = "waiting"
+        elif decided in ("approved", "rejected", "rework_requested"):
+            status = decided
+        else:
+            status = "pending"
+        numbers = [s.number for s in STAGES if s.phase is phase]
+        rows.append(
+            {
+                "phase": phase.value,
+                "stage": f"Gate {phase.gate} · your decision",
+                "slug": f"gate-{phase.gate}",
+                "order": max(numbers) + 0.75,
+                "status": state_label(status),
+                "elapsed_s": None,
+                "estimate": "",
+                "model_calls": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "error": "",
+            }
+        )
+    return rows
+
+
 def stage_rows(
-    summary: dict[str, Any], job: Job | None = None, running: StageProgress | None = None
+    summary: dict[str, Any],
+    job: Job | None = None,
+    running: StageProgress | None = None,
+    *,
+    estimates: dict[str, Estimate] | None = None,
+    gates: dict[str, Any] | None = None,
+    waiting_at: int | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per step (stages, anchor, verifiers, input checks) in pipeline order: phase,
-    status, elapsed, model calls, tokens in/out."""
+    """One row per step (stages, anchor, verifiers, input checks; with ``gates``, the gates) in
+    pipeline order: phase, status, elapsed, estimate, model calls, tokens in/out so far."""
     rows = []
     now = time.time()
     for slug, row in (summary.get("stages") or {}).items():
@@ -68,36 +146,54 @@ def stage_rows(
             status, elapsed = "running", running.elapsed(now)
         elif status == "interrupted" and job is not None and job.alive:
             status = "pending"
+        estimate = (estimates or {}).get(slug)
         rows.append(
             {
                 "phase": where[0],
                 "stage": where[1],
                 "slug": slug,
                 "order": where[2],
-                "status": f"{ICONS.get(status, '')} {status}".strip(),
-                "elapsed_s": round(elapsed, 2),
+                "status": state_label(status, row.get("inherited_from")),
+                "elapsed_s": round(elapsed, 2) if status not in ("pending", "inherited") else None,
+                "estimate": estimate_text(estimate) if estimates is not None else "",
                 "model_calls": row.get("model_calls", 0),
                 "input_tokens": row.get("input_tokens", 0),
                 "output_tokens": row.get("output_tokens", 0),
                 "error": no_paths(str(row.get("error") or "")),
             }
         )
+    if gates is not None:
+        rows += _gate_rows(gates, waiting_at)
     return sorted(rows, key=lambda r: r["order"])
 
 
 def stage_table(
-    summary: dict[str, Any], job: Job | None = None, running: StageProgress | None = None
+    summary: dict[str, Any],
+    job: Job | None = None,
+    running: StageProgress | None = None,
+    **kw: Any,
 ) -> None:
-    rows = stage_rows(summary, job, running)
-    frame = pd.DataFrame(rows).drop(columns=["slug", "order"])
+    rows = stage_rows(summary, job, running, **kw)
+    for row in rows:  # shown as text: nothing for a step that has not run here
+        seconds = row["elapsed_s"]
+        row["elapsed"] = (
+            "" if seconds is None or row["slug"].startswith("gate-") else (duration(seconds))
+        )
+    frame = pd.DataFrame(rows).drop(columns=["slug", "order", "elapsed_s"])
+    frame.insert(3, "elapsed", frame.pop("elapsed"))
     if not frame["error"].astype(bool).any():
         frame = frame.drop(columns=["error"])
+    if not frame["estimate"].astype(bool).any():
+        frame = frame.drop(columns=["estimate"])
     st.dataframe(
         frame,
         hide_index=True,
         height=35 * (len(frame) + 1) + 3,
         column_config={
-            "elapsed_s": st.column_config.NumberColumn("elapsed (s)", format="%.2f"),
+            "elapsed": st.column_config.TextColumn("elapsed"),
+            "estimate": st.column_config.TextColumn(
+                "usual time here", help="Median of this step's runs in other sessions here"
+            ),
             "model_calls": st.column_config.NumberColumn("model calls"),
             "input_tokens": st.column_config.NumberColumn("tokens in"),
             "output_tokens": st.column_config.NumberColumn("tokens out"),
@@ -111,18 +207,66 @@ def pretty_status(status: str) -> str:
     return f"waiting at Gate {gate}" if gate is not None else status.replace("_", " ")
 
 
-def totals_line(summary: dict[str, Any]) -> str:
+def totals_line(summary: dict[str, Any], *, calling: bool = False) -> str:
+    """Model calls and tokens so far; with ``calling``, says that the call in progress is
+    counted when it returns (no provider here reports tokens while a call streams)."""
     t = summary.get("totals") or {}
-    return (
-        f"{t.get('model_calls', 0)} model calls · {t.get('input_tokens', 0):,} tokens in · "
-        f"{t.get('output_tokens', 0):,} tokens out · {float(t.get('wall_ms', 0)) / 1000:.1f} s "
-        "in stages"
+    calls = t.get("model_calls", 0)
+    line = (
+        f"{calls} model call{'' if calls == 1 else 's'} finished · "
+        f"{t.get('input_tokens', 0):,} tokens in · {t.get('output_tokens', 0):,} tokens out · "
+        f"{float(t.get('wall_ms', 0)) / 1000:.1f} s in finished steps"
     )
+    if calling:
+        line += " · the call in progress is counted when it returns"
+    return line
 
 
 def done_count(summary: dict[str, Any]) -> tuple[int, int]:
-    """Pipeline stages (and the anchor) done, out of all of them; checks are not counted."""
+    """Pipeline stages and the anchor done (inherited ones included), out of all of them;
+    checks are not counted."""
     steps = {ANCHOR_AGENT, *BY_SLUG}
     stages = [r for s, r in (summary.get("stages") or {}).items() if s in steps]
-    done = sum(1 for r in stages if r.get("status") in ("completed", "needs_attention"))
+    done = sum(1 for r in stages if r.get("status") in DONE)
     return done, len(stages)
+
+
+def inherited_steps(summary: dict[str, Any]) -> list[str]:
+    """The titles of the steps a fork inherited from its parent, in pipeline order."""
+    found = [
+        where
+        for slug, row in (summary.get("stages") or {}).items()
+        if row.get("status") == "inherited" and (where := describe(slug)) is not None
+    ]
+    return [title for _, title, _ in sorted(found, key=lambda w: w[2])]
+
+
+def progress_bar(
+    summary: dict[str, Any],
+    running: StageProgress | None = None,
+    estimates: dict[str, Estimate] | None = None,
+) -> tuple[float, str]:
+    """(fraction, text) for ``st.progress``: the steps done, plus the running step's share of
+    its estimate (at most 95 % of it, so the bar never claims a step is done), and the running
+    step's elapsed time against its estimate, so a long first stage never sits at 0 %."""
+    done, total = done_count(summary)
+    fraction = done / total if total else 0.0
+    text = f"{done} / {total} steps done ({STAGE_COUNT})"
+    if running is not None:
+        where = describe(running.stage)
+        name = where[1] if where else running.stage
+        elapsed = running.elapsed()
+        estimate = (estimates or {}).get(running.stage)
+        if estimate is not None and estimate.seconds > 0:
+            share = min(elapsed / estimate.seconds, 0.95)
+            if running.stage in BY_SLUG or running.stage == ANCHOR_AGENT:
+                fraction = min((done + share) / total, 1.0) if total else 0.0
+            text += f" · now: {name}, {duration(elapsed)} of about {duration(estimate.seconds)}" + (
+                " (taking longer than usual)" if elapsed > estimate.seconds else ""
+            )
+        else:
+            text += (
+                f" · now: {name}, {duration(elapsed)} so far (no estimate yet: no run of this "
+                "step has finished on this machine with this provider)"
+            )
+    return fraction, text

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.fidelity_data import compliance_matrix, divergence_frame
+from components.notice import model_quality_notice
 from components.progress import stage_rows
 from components.stale_banner import stale_banner
 
@@ -14,6 +15,7 @@ from haytham.pipeline.state import SessionState
 b = backend()
 sid = require_session(b)
 st.title("Fidelity")
+model_quality_notice(b, sid)
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or SessionState()
 status = attempt(lambda: b.service.status(sid)) or {"summary": {}}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 from components.context import backend, go, select_session, settings, show_error
+from components.progress import STAGE_COUNT
 from components.safe_text import code
 
 from haytham.idea import MAX_CHARS, MIN_WORDS, count_words
@@ -35,7 +36,7 @@ conf = settings()
 st.title("New idea")
 st.caption(
     "Describe the idea in your own words. Haytham turns it into a validated spec through "
-    "ten stages and four decision gates, keeping it faithful to what you wrote."
+    f"{STAGE_COUNT} and four decision gates, keeping it faithful to what you wrote."
 )
 
 with st.container(border=True):
@@ -53,6 +54,17 @@ with st.container(border=True):
         show_error(exc)
 
 examples = _examples()
+replay = conf.provider == "replay" and provider_problem is None
+if replay:  # a cassette answers only what it recorded: offer just those ideas
+    runnable = {n: t for n, t in examples.items() if b.worker.replay_fit(t).ok}
+    left_out = [n for n in examples if n not in runnable]
+    examples = runnable
+    if left_out:
+        st.caption(
+            "Replay mode offers only the examples its cassette recorded; not offered: "
+            + ", ".join(left_out)
+            + "."
+        )
 cols = st.columns(len(examples) or 1)
 for col, (name, text) in zip(cols, examples.items(), strict=False):
     col.button(
@@ -90,7 +102,31 @@ appetite = st.radio(
     + ".",
 )
 
-if st.button("Start", type="primary", key="start", disabled=provider_problem is not None):
+fit = b.worker.replay_fit(idea or "") if replay else None
+if fit is not None and (idea or "").strip():
+    if fit.ok:
+        st.info(fit.why, icon=":material/replay:")
+    else:
+        st.warning(fit.why, icon=":material/replay:")
+elif fit is not None:
+    st.info(
+        "Replay mode: answers come from a recorded cassette, not a model; pick an example "
+        "above"
+        + (
+            " (the cassette answers any idea with its one recorded run)."
+            if fit.any_idea
+            else ", or type an idea the cassette recorded."
+        ),
+        icon=":material/replay:",
+    )
+blocked = fit is not None and not fit.ok and bool((idea or "").strip())
+if st.button(
+    "Start",
+    type="primary",
+    key="start",
+    disabled=provider_problem is not None or blocked,
+    help=fit.why if blocked and fit is not None else None,
+):
     try:
         sid = b.service.create_session(
             idea or "", appetite=None if appetite == NO_PREFERENCE else appetite

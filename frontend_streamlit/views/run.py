@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, require_session, show_flash
-from components.progress import done_count, pretty_status, stage_table, totals_line
+from components.context import attempt, backend, go, require_session, settings, show_flash
+from components.notice import model_quality_notice
+from components.progress import (
+    STAGE_COUNT,
+    done_count,
+    inherited_steps,
+    pretty_status,
+    progress_bar,
+    stage_table,
+    totals_line,
+)
 from components.safe_text import code, md, no_paths
 from components.stale_banner import stale_banner
 
-from haytham.worker import Job
+from haytham.stages import ANCHOR_AGENT, BY_SLUG
+from haytham.worker import Job, replay_miss_text
 
 REFRESH_S = 1.0
 GATE_HINT = {
@@ -23,6 +33,7 @@ GATE_HINT = {
 b = backend()
 sid = require_session(b)
 st.title("Run")
+model_quality_notice(b, sid)
 show_flash()
 stale_banner(b, sid)
 was_running = b.worker.is_running(sid)
@@ -39,24 +50,59 @@ def progress() -> None:
     summary = status["summary"]
     idea = " ".join(status["idea"].split())
     st.caption(f"Session {code(sid)} · {md(idea[:160])}{'…' if len(idea) > 160 else ''}")
+    parent = summary.get("forked_from")
+    if parent:
+        kept = inherited_steps(summary)
+        st.caption(
+            f"Forked from {code(parent)}: "
+            + (
+                f"{len(kept)} steps inherited, done there ({md(', '.join(kept))}); "
+                if kept
+                else "nothing inherited; "
+            )
+            + "the rest run in this session."
+        )
     done, total = done_count(summary)
     running = b.worker.current_stage(sid)
+    estimates = b.worker.estimates(exclude=sid)
     alive = job is not None and job.alive
+    fraction, bar_text = progress_bar(summary, running, estimates)
+    st.progress(fraction, text=bar_text)
+    table = {
+        "estimates": estimates,
+        "gates": status.get("gates") or {},
+        "waiting_at": status.get("gate"),
+    }
     if alive:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
             label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
-        state = "running"
-    elif job is not None and job.state == "failed":
-        label, state = "Stopped with an error", "error"
-    else:
-        label = f"{done} of {total} stages done · {md(pretty_status(status['status']))}"
-        state = "complete"
-    st.progress(done / total if total else 0.0, text=f"{done} / {total} stages")
-    with st.status(label, state=state, expanded=True):
-        stage_table(summary, job, running)
-        st.caption(totals_line(summary))
+        box = st.status(label, state="running", expanded=True)
+    elif job is not None and job.state == "failed" or status.get("state") == "failed":
+        box = st.status("Stopped with an error", state="error", expanded=True)
+    elif status.get("state") in ("waiting", "done"):
+        label = f"{done} of {total} steps done · {md(pretty_status(status['status']))}"
+        box = st.status(label, state="complete", expanded=True)
+    elif status.get("state") == "running":  # another process (the CLI) is running it
+        label = f"Running in another process · {done} of {total} steps done"
+        box = st.status(label, state="running", expanded=True)
+    else:  # stopped, rejected: no tick, no spinner
+        label = f"{done} of {total} steps done · {md(pretty_status(status['status']))}"
+        if status.get("state") == "stopped":
+            label = f"Not running · {done} of {total} steps done"
+        box = st.expander(label, expanded=True, icon=":material/pause_circle:")
+    with box:
+        stage_table(summary, job, running, **table)
+        st.caption(totals_line(summary, calling=running is not None))
     _next_step(status, job)
+
+
+def _agent_of(status: dict[str, Any]) -> str | None:
+    """The failed step's agent (a stage's or the anchor's), for the replay check."""
+    for slug, row in (status["summary"].get("stages") or {}).items():
+        if row.get("status") == "failed" and (slug in BY_SLUG or slug == ANCHOR_AGENT):
+            return slug
+    return None
 
 
 def _next_step(status: dict[str, Any], job: Job | None) -> None:
@@ -68,10 +114,28 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         return
     error = job.error if job is not None and job.state == "failed" else status.get("last_error")
     if error:
-        st.error(f"The run stopped: {md(no_paths(error))}", icon=":material/error:")
-        if st.button("Retry / resume", type="primary", key="resume_after_error"):
+        shown = replay_miss_text(error) or no_paths(error)
+        st.error(f"The run stopped: {md(shown)}", icon=":material/error:")
+        # a replay that missed stops at the same step again unless the cassette changed
+        agent = _agent_of(status) if settings().provider == "replay" else None
+        fit = b.worker.replay_fit(b.service.load_state(sid).idea, agent) if agent else None
+        blocked = fit is not None and not fit.ok
+        if st.button(
+            "Retry / resume",
+            type="primary",
+            key="resume_after_error",
+            disabled=blocked,
+            help="The replay cassette has no answer for this step; a retry would stop here again."
+            if blocked
+            else None,
+        ):
             attempt(lambda: b.worker.run(sid, "resume"))
             st.rerun()
+        if blocked:
+            st.caption(
+                "Retry is off: the replay cassette has no recorded answer for this step, so it "
+                "would stop here again."
+            )
         return
     gate = status.get("gate")
     if gate:
@@ -110,8 +174,9 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
 progress()
 with st.expander("The pipeline graph", icon=":material/account_tree:"):
     st.caption(
-        "Ten stages in four phases; after each phase a verifier checks it against the concept "
-        "anchor (and may send a stage back), then a gate waits for your decision. Dashed "
+        f"{STAGE_COUNT.capitalize()}, in four phases; after each phase a verifier checks it "
+        "against the concept anchor (and may send a stage back), then a gate waits for your "
+        "decision. Dashed "
         "edges are taken on a condition (a verifier's or a reviewer's route)."
     )
     st.graphviz_chart(b.service.graph_dot(), use_container_width=True)

@@ -20,9 +20,12 @@ from components.context import (
     show_flash,
 )
 from components.progress import pretty_status
-from components.safe_text import no_paths
+from components.safe_text import code, no_paths
 
 from haytham.stages import STAGES
+
+PICK = "sessions_pick"
+PICK_FOLLOWS = "sessions_pick_follows"  # the tab's session the picker last followed
 
 
 def _row(b: Backend, sid: str) -> dict[str, Any]:
@@ -34,6 +37,7 @@ def _row(b: Backend, sid: str) -> dict[str, Any]:
         "gate": None,
         "updated": updated,
         "running": False,
+        "forked_from": None,
     }
     try:
         st_ = b.service.status(sid)
@@ -46,6 +50,7 @@ def _row(b: Backend, sid: str) -> dict[str, Any]:
         status=pretty_status(st_["status"]),
         gate=st_["gate"],
         running=b.worker.is_running(sid),
+        forked_from=st_["summary"].get("forked_from"),
     )
     return row
 
@@ -71,6 +76,7 @@ st.dataframe(
         "updated": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
         "gate": st.column_config.NumberColumn("gate", help="The gate it is waiting at"),
         "running": st.column_config.CheckboxColumn("running"),
+        "forked_from": st.column_config.TextColumn("forked from"),
     },
 )
 st.caption(
@@ -80,8 +86,11 @@ st.caption(
 
 current = selected_session()
 order = [r["session"] for r in rows]
+if current in order and st.session_state.get(PICK_FOLLOWS) != current:
+    st.session_state[PICK] = current  # the picker follows the tab's session (a new fork …)
+    st.session_state[PICK_FOLLOWS] = current
 sid = st.selectbox(
-    "Session", order, index=order.index(current) if current in order else 0, key="sessions_pick"
+    "Session", order, index=order.index(current) if current in order else 0, key=PICK
 )
 row = next(r for r in rows if r["session"] == sid)
 st.markdown(f"[Open in a new tab](./run?session={sid})")
@@ -107,16 +116,19 @@ if c_resume.button(
 with st.expander("Fork from a stage"):
     stages = {s.slug: f"{s.number}. {s.title}" for s in STAGES}
     slug = st.selectbox("Redo from", list(stages), format_func=stages.get, key="fork_stage")
-    st.caption("The new session keeps this one's work before that stage and continues from it.")
+    st.caption(
+        "The new session keeps this one's work before that stage (shown as inherited), opens, "
+        "and runs on from that stage in the background."
+    )
     if st.button("Fork", key="fork"):
         try:
-            new = b.service.fork(sid, slug)
+            new = b.worker.fork(sid, slug)
         except Exception as exc:
             show_error(exc)
         else:
             select_session(new)
-            flash(f"Forked {sid} from {slug} as {new}.")
-            go("sessions", new)
+            flash(f"Forked {code(sid)} from {code(slug)} as {code(new)}; its run has started.")
+            go("run", new)
 
 with st.expander("Delete"):
     if row["running"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
+from components.notice import model_quality_notice
 from components.safe_text import code, label, md
 from components.stale_banner import stale_banner
 
@@ -60,6 +61,7 @@ def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
 b = backend()
 sid = require_session(b)
 st.title("Stories")
+model_quality_notice(b, sid)
 show_flash()
 state = attempt(lambda: b.service.load_state(sid)) or SessionState()
 stale_banner(b, sid, state=state)
