@@ -32,7 +32,7 @@ def test_idea_clarify_approve_next_phase(tmp_path: Path) -> None:
         page.get_by_role("button", name="Start").click()
 
         expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
-        expect(page.get_by_text("5 / 11 stages")).to_be_visible()
+        expect(page.get_by_text("5 / 11 steps done")).to_be_visible()
         shot("2-run-gate-1")
         page.get_by_role("button", name="Review Gate 1").click()
 
@@ -52,7 +52,7 @@ def test_idea_clarify_approve_next_phase(tmp_path: Path) -> None:
 
         expect(page.get_by_role("heading", name="Run")).to_be_visible()
         expect(page.get_by_text("Waiting at Gate 2: review")).to_be_visible()
-        expect(page.get_by_text("7 / 11 stages")).to_be_visible()  # MVP scope, capabilities
+        expect(page.get_by_text("7 / 11 steps done")).to_be_visible()  # MVP scope, capabilities
         shot("5-run-gate-2")
         page.get_by_role("button", name="Review Gate 2").click()
         expect(page.get_by_role("heading", name="Gate 2 · WHAT")).to_be_visible()

@@ -65,7 +65,8 @@ def test_stories_page_before_stories_offers_markdown_and_json(
     at = app(sid, "views/stories.py")
     assert not at.exception and shows(at, "No stories yet")
     enabled = [not d.proto.disabled for d in at.get("download_button")]
-    assert enabled == [True, True, False, False, False]
+    # Markdown, JSON, three CSVs, then the validation report (ready) and the specification
+    assert enabled == [True, True, False, False, False, True, False]
 
 
 def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:

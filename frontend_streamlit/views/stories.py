@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.notice import model_quality_notice
+from components.reports import pdf_download
 from components.safe_text import code, label, md
 from components.stale_banner import stale_banner
 
@@ -71,6 +72,11 @@ st.caption(
     f"{md(state.appetite or 'from the MVP scope')}"
 )
 _downloads(sid, state, bool(items))
+left, right = st.columns(2)
+with left:
+    pdf_download(sid, state, "validation-pdf")
+with right:
+    pdf_download(sid, state, "pdf")
 if not items:
     st.info(
         "No stories yet: they are written in the last phase (STORIES). Markdown and JSON "
