@@ -32,6 +32,7 @@ from haytham.pipeline.graph import PARTITION, TABLE, gate_name, verify_name
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
+from haytham.schemas.revision import Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
 from haytham.store import SessionFiles
 
@@ -49,6 +50,7 @@ Kind = Literal[
     "rejected",
     "cleared",
     "inherited",
+    "revised",
 ]
 _TITLE_KEYS = ("title", "name", "need", "statement", "description")
 
@@ -268,6 +270,26 @@ def _auto_rework(step: Step, phase: Phase, round_: int) -> Entry:
     )
 
 
+def _revised(prev: Step, step: Step, revision: Revision, record: GateRecord | None) -> Entry:
+    """A change request applied to one of the phase's stages (``haytham revise``)."""
+    details = [f"Why: {revision.why}"] if revision.why else []
+    if revision.invariants_touched:
+        details.append(f"Invariants touched: {', '.join(revision.invariants_touched)}")
+    slug = revision.stage
+    before, after = prev.state.outputs.get(slug), step.state.outputs.get(slug)
+    return Entry(
+        "revised",
+        record.round if record else 0,
+        f"Change request applied to {_stage_title(slug)}",
+        at=revision.at,
+        stage=slug,
+        details=tuple(details),
+        feedback=revision.request,
+        diffs=(diff_outputs(slug, before, after),),
+        seq=step.seq,
+    )
+
+
 def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) -> list[Entry]:
     """Entries for what a gate command added to the record (same round)."""
     out: list[Entry] = []
@@ -375,6 +397,7 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
             entries[index] = replace(entries[index], diffs=rerun_diffs(phase, before, after))
         pending.clear()
 
+    slugs = {s.slug for s in phase_stages(phase)}
     prev: Step | None = None
     for step in steps:
         state = step.state
@@ -392,16 +415,25 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
                 )
             )
             entries += _record_changes(step, phase, GateRecord(**_blank(record)), record)
+        revised = state.revisions[len(prev.state.revisions) :] if prev is not None else []
+        for revision in revised:
+            if revision.stage in slugs:
+                entries.append(_revised(prev, step, revision, old or record))  # type: ignore[arg-type]
         if old is not None and record is None:  # cleared: the phase runs again from scratch
             settle(prev.state)  # type: ignore[union-attr]
             slug = _cleared_from(prev, step)  # type: ignore[arg-type]
+            why = (
+                f"Re-run after the change request to {_stage_title(revised[-1].stage)}"
+                if revised
+                else f"Re-run from {_stage_title(slug)}"
+            )
             entries.append(
                 Entry(
                     "cleared",
                     old.round,
-                    f"Re-run from {_stage_title(slug)}: this gate's record was cleared",
+                    f"{why}: this gate's record was cleared",
                     at=step.at,
-                    stage=slug,
+                    stage=revised[-1].stage if revised else slug,
                     seq=step.seq,
                 )
             )
@@ -434,7 +466,16 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
 
 
 # -- reading the steps ---------------------------------------------------------------------------
-_FIELDS = ("status", "route", "gates", "rework", "reviews", "verifications", "stage_meta")
+_FIELDS = (
+    "status",
+    "route",
+    "gates",
+    "rework",
+    "reviews",
+    "verifications",
+    "stage_meta",
+    "revisions",
+)
 _PER_STAGE = ("outputs", "validations")
 
 

@@ -72,7 +72,7 @@ def test_rework_round_and_feedback_appear_in_the_timeline_with_a_diff(tmp_path: 
         expect(
             page.get_by_text("MVP scope: 1 added, 1 removed, 1 changed", exact=False)
         ).to_be_visible()
-        page.get_by_text("review and what changed").click()
+        page.get_by_text("back for rework — what changed").click()
         expect(
             page.get_by_text("Psychologist host controls → Psychologist runs every circle")
         ).to_be_visible()

@@ -189,6 +189,40 @@ def test_a_rework_still_running_shows_what_changed_so_far(reworked):
     assert (rework.kind, rework.round, rework.diffs) == ("rework", 2, ())
 
 
+def test_a_change_request_is_a_revision_with_its_diff_then_a_re_run(tmp_path):
+    folder = rework_cassette(tmp_path)
+    line = json.loads((folder / "rework.jsonl").read_text())
+    revised = next(i for i in line["response"] if "tool" in i)["input"]
+    answer = {"revised": revised, "why": "Hosting is his job.", "invariants_touched": ["INV-3"]}
+    turn = {
+        "agent": "change-request",
+        "turn": 1,
+        "response": [{"tool": "MvpScopeOutputChange", "input": answer}],
+    }
+    (folder / "rework.jsonl").write_text(json.dumps(turn) + "\n")  # no rework turn this time
+    svc = make_service(replay_settings(tmp_path, cassette=folder))
+    sid = svc.create_session(POWER8_IDEA)
+    try:
+        svc.run(sid, auto_approve=True, until=2)
+        svc.apply_change(sid, svc.propose_change(sid, "mvp-scope", "Say who hosts."))
+        entries = svc.gate_history(sid, 2).entries
+    finally:
+        svc.close()
+    assert [(e.kind, e.round) for e in entries] == [
+        ("opened", 1),
+        ("revised", 1),
+        ("cleared", 1),
+        ("opened", 1),
+    ]
+    revision, cleared = entries[1], entries[2]
+    assert revision.summary == "Change request applied to MVP scope"
+    assert revision.feedback == "Say who hosts."
+    assert "Why: Hosting is his job." in revision.details
+    (diff,) = revision.diffs
+    assert diff.changes == 3 and [c.id for c in diff.fields[0].changed] == ["SCOPE-6"]
+    assert cleared.summary.startswith("Re-run after the change request to MVP scope")
+
+
 def test_diff_of_a_stage_that_did_not_exist_before_lists_every_item_as_added():
     spec = BY_SLUG["mvp-scope"]
     line = next(
@@ -225,7 +259,7 @@ def test_gate_page_shows_the_new_round_its_feedback_and_the_diff(tmp_path, monke
     assert "Psychologist runs every circle" not in timeline  # the diff is in the expander
     changed = "MVP scope: 1 added, 1 removed, 1 changed; Capability model: no change in its items"
     assert changed in timeline
-    (box,) = [e for e in at.expander if "review and what changed" in e.label]
+    (box,) = [e for e in at.expander if "what changed" in e.label]
     inside = " ".join(m.value for m in box.markdown)
     assert "Psychologist host controls → Psychologist runs every circle" in inside
     assert "`SCOPE-13` Chat between sessions" in inside and "`SCOPE-11`" in inside

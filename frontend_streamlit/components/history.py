@@ -26,6 +26,7 @@ ICONS = {
     "rejected": ":material/cancel:",
     "cleared": ":material/restart_alt:",
     "inherited": ":material/call_split:",
+    "revised": ":material/edit_note:",
 }
 FIELD_NAMES = {
     "in_scope": "In scope",
@@ -33,6 +34,7 @@ FIELD_NAMES = {
     "non_functional": "Non-functional",
 }
 INLINE_DETAILS = 4  # more than this (a verifier's review) goes into the entry's expander
+CHANGES = ("rework", "auto_rework", "revised")  # entries with a before/after diff
 
 
 def render_history(b: Backend, sid: str, gate: int) -> None:
@@ -44,7 +46,7 @@ def render_history(b: Backend, sid: str, gate: int) -> None:
     st.caption(_headline(history))
     st.markdown("\n".join(_line(e) for e in history.entries))
     for entry in history.entries:
-        if entry.kind in ("rework", "auto_rework") or len(entry.details) > INLINE_DETAILS:
+        if entry.kind in CHANGES or len(entry.details) > INLINE_DETAILS:
             _details(entry)
 
 
@@ -75,18 +77,21 @@ def _line(entry: Entry) -> str:
         head += f" · :gray[{stamp}]"
     lines = [head]
     if entry.feedback:
-        what = {"override": "Reason", "approved": "Note", "rejected": "Note"}.get(
-            entry.kind, "Feedback"
-        )
+        what = {
+            "override": "Reason",
+            "approved": "Note",
+            "rejected": "Note",
+            "revised": "Request",
+        }.get(entry.kind, "Feedback")
         lines.append(f"    - {what}: “{md(' '.join(entry.feedback.split()))}”")
     shown = entry.details if len(entry.details) <= INLINE_DETAILS else ()
-    if entry.kind in ("rework", "auto_rework"):
-        shown = ()
+    if entry.kind in CHANGES:
+        shown = ()  # in the expander
     if entry.kind == "opened" and shown:
         lines.append("    - " + " · ".join(md(d) for d in shown))  # one line per opening
     else:
         lines += [f"    - {md(d)}" for d in shown]
-    if entry.kind in ("rework", "auto_rework"):
+    if entry.kind in CHANGES:
         lines.append(f"    - {_diff_summary(entry.diffs)}")  # stage titles and counts only
     return "\n".join(lines)
 
@@ -110,15 +115,17 @@ def _diff_summary(diffs: tuple[StageDiff, ...]) -> str:
 
 def _details(entry: Entry) -> None:
     title = f"Round {entry.round} · {entry.summary}"
-    if entry.kind in ("rework", "auto_rework"):
-        title += " — review and what changed"
+    if entry.kind == "auto_rework":
+        title += " — the review and what changed"
+    elif entry.kind in CHANGES:
+        title += " — what changed"
     with st.expander(label(title)):
         if entry.kind == "auto_rework" and entry.details:
             st.markdown("**The review sent to the stage**")
             st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
         elif entry.details:
             st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
-        if entry.kind in ("rework", "auto_rework"):
+        if entry.kind in CHANGES:
             render_diffs(entry.diffs)
 
 
