@@ -21,8 +21,8 @@ DOWNLOADS = (
     ("Jira CSV", "jira", "jira.csv", "text/csv"),
     ("Linear CSV", "linear", "linear.csv", "text/csv"),
 )
+# the stages whose ids (CAP, DEC) a story implements
 IMPLEMENTED: tuple[StageSpec, ...] = (capability_model.SPEC, architecture_decisions.SPEC)
-"""The stages whose ids (CAP, DEC) a story implements."""
 
 
 def _defined_in(spec: StageSpec) -> str:
