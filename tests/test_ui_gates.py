@@ -1,4 +1,5 @@
-"""Gate pages: outputs, verifier and validator panels, and the reviewer's actions."""
+"""Gate pages: the summary, the decision panel (every blocking item with its action and state),
+the action bar, and the verifier's and validators' details."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from test_ui_support import (
     no_go_cassette,
     option,
     poll,
+    service,
     session_at,
     shows,
     texts,
@@ -39,7 +41,10 @@ def test_gate_2_shows_outputs_checks_and_actions(sessions: Path) -> None:
     sid = session_at(2)
     at = app(sid, "views/gate_2.py")
     assert not at.exception
-    assert [e.label for e in at.expander][1:] == ["5. MVP scope", "6. Capability model"]
+    labels = [e.label for e in at.expander]
+    assert [x for x in labels if x[0].isdigit()] == ["5. MVP scope", "6. Capability model"]
+    assert shows(at, "**The one thing:**") and shows(at, "Nothing blocks this gate")
+    assert not shows(at, "Structured output")  # each output once
     assert any("Verifier: passed" in m.value for m in at.markdown)
     assert any("honored" in m.value and "group\\_structure" in m.value for m in at.markdown)
     assert not at.button(key="approve_2").disabled
@@ -83,18 +88,29 @@ def test_gate_1_edit_and_remove_non_goal_are_logged(sessions: Path) -> None:
     anchor = ConceptAnchor.model_validate_json((sessions / sid / "concept_anchor.json").read_text())
     assert anchor.invariant("orchestrator_role").value.endswith("co-host run sessions")
     assert goal not in anchor.intent.non_goals
-    assert shows(at, "Changes logged at this gate")
 
 
-def test_confirm_needs_every_choice(sessions: Path) -> None:
+def test_clarifications_resolve_one_by_one(sessions: Path) -> None:
     sid = session_at(1)
     at = app(sid, "views/gate_1.py")
-    anchor = ConceptAnchor.model_validate_json((sessions / sid / "concept_anchor.json").read_text())
-    first = anchor.invariant("interaction_model").clarification_options[0]  # the raw value
-    at.radio(key=f"clarify_{sid}_interaction_model").set_value(first)
-    at.button(key="confirm_clarifications").click().run()
-    assert any("Pick an option for: session_medium" in e.value for e in at.error)
+    assert shows(at, "**2 blocking items** to resolve")
+    at.button(key="confirm_clarifications").click().run()  # nothing picked
+    assert any("Pick an option for: interaction_model, session_medium" in e.value for e in at.error)
     assert gates_json(sessions, sid)["1"]["clarifications"] == []
+
+    radio = at.radio(key=f"clarify_{sid}_interaction_model")
+    radio.set_value(option(radio, 0))
+    at.button(key="confirm_clarifications").click().run()
+    assert not at.exception and shows(at, "Clarified 1 invariant(s)")
+    assert [c["invariant"] for c in gates_json(sessions, sid)["1"]["clarifications"]] == [
+        "interaction_model"
+    ]
+    assert shows(at, "**1 blocking item** to resolve") and shows(at, "· 1 resolved")
+    assert any("clarified by you" in m.value for m in at.markdown)
+    assert [r.key for r in at.radio if (r.key or "").startswith("clarify_")] == [
+        f"clarify_{sid}_session_medium"
+    ]
+    assert at.button(key="approve_1").disabled
 
 
 def test_reject_ends_the_session(sessions: Path) -> None:
@@ -108,7 +124,7 @@ def test_reject_ends_the_session(sessions: Path) -> None:
     assert gates_json(sessions, sid)["2"]["status"] == "rejected"
 
 
-def test_no_go_blocks_approval_until_proceed_anyway(
+def test_no_go_is_decided_in_the_gate_1_panel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sessions = use_replay(tmp_path, monkeypatch, cassette=no_go_cassette(tmp_path))
@@ -116,27 +132,55 @@ def test_no_go_blocks_approval_until_proceed_anyway(
     at = app(sid, "views/verdict.py")
     assert any("NO-GO" in m.value for m in at.markdown)
     assert len(at.dataframe[0].value) > 0  # the scorecard
-    at.button(key="proceed_anyway").click().run()
-    assert any("needs a reason" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "proceed_anyway"]  # decided at Gate 1
+    assert shows(at, "The validation says NO-GO")
 
     at.switch_page("views/gate_1.py").run()
     assert at.button(key="approve_1").disabled
-    assert shows(at, "1 blocking item(s) are open")
-
-    at.switch_page("views/verdict.py").run()
-    at.text_area(key="nogo_reason").input("The founder will fund the pilot himself.")
+    assert shows(at, "**3 blocking items** to resolve")  # two ambiguities and the verdict
+    assert shows(at, "**The validation says NO\\-GO**")
     at.button(key="proceed_anyway").click().run()
-    assert not at.exception and shows(at, "You chose to proceed anyway")
+    assert any("needs a reason" in e.value for e in at.error)
+    at.text_input(key="why_verdict-NO-GO").input("The founder will fund the pilot himself.")
+    at.button(key="proceed_anyway").click().run()
+    assert not at.exception
     overrides = gates_json(sessions, sid)["1"]["overrides"]
     assert [(o["target"], o["reason"]) for o in overrides] == [
         ("verdict:NO-GO", "The founder will fund the pilot himself.")
     ]
+    assert any("overridden by you" in m.value for m in at.markdown)
+    assert shows(at, "Your reason: “The founder will fund the pilot himself\\.”")
+    assert not [b for b in at.button if b.key == "proceed_anyway"]
+    assert at.button(key="approve_1").disabled  # the ambiguities are still open
 
-    at.switch_page("views/gate_1.py").run()
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
         radio.set_value(option(radio, 0))
     at.button(key="confirm_clarifications").click().run()
     assert not at.button(key="approve_1").disabled, texts(at)
+    assert shows(at, "Every blocking item is resolved or overridden")
+
+    at.switch_page("views/verdict.py").run()
+    assert shows(at, "You chose to proceed anyway")
+
+
+def test_an_item_sends_its_own_stage_back_for_rework(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = use_replay(tmp_path, monkeypatch, cassette=no_go_cassette(tmp_path))
+    sid = session_at(1)
+    at = app(sid, "views/gate_1.py")
+    rework = at.button(key="rework_verdict-NO-GO")
+    assert rework.label == "Rework Validation summary"
+    rework.click().run()  # no feedback
+    assert any("needs feedback" in e.value for e in at.error)
+    at.text_input(key="why_verdict-NO-GO").input("Weigh the founder's own funding.")
+    at.button(key="rework_verdict-NO-GO").click().run()
+    assert not at.exception and at.title[0].value == "Run"
+    at.switch_page("views/run.py")
+    poll(at, at_gate(1))
+    record = gates_json(sessions, sid)["1"]
+    assert record["round"] == 2 and record["feedback"] == "Weigh the founder's own funding."
+    assert record["rework_stage"] == "validation-summary"
 
 
 def _panel_page(state: object) -> None:  # a SessionState (AppTest runs this source alone)
@@ -205,11 +249,14 @@ def test_verification_panel_shows_every_kind_of_result() -> None:
     assert not at.exception
     assert any("Verifier: failed" in m.value for m in at.markdown)
     assert any("honored" in m.value and "access" in m.value for m in at.markdown)
-    assert any(e.value.startswith("Blocking violation") for e in at.error)
-    assert any(w.value.startswith("Warning") for w in at.warning)
-    assert any("Genericized in mvp" in w.value for w in at.warning)
+    blocking = [m.value for m in at.markdown if "blocking violation" in m.value]
+    assert blocking and "listed in the decision panel" in blocking[0]
+    assert "**group\\_structure** in MVP scope" in blocking[0]
+    assert any(w.value.startswith("Warning") and "Capability model" in w.value for w in at.warning)
+    assert any("Genericized in MVP scope" in w.value for w in at.warning)
     assert any(r"\<b\>check" in w.value for w in at.warning)
-    assert at.dataframe[0].value.iloc[0]["validator"] == "invariant_coverage"
+    assert any("1 blocking finding(s)" in m.value for m in at.markdown)
+    assert not at.dataframe  # findings are listed in full, never cut off in a table cell
 
     inconclusive = {
         "verifications": {
@@ -222,7 +269,7 @@ def test_verification_panel_shows_every_kind_of_result() -> None:
         }
     }
     at = _panel(inconclusive)
-    assert any("could not decide" in w.value for w in at.warning)
+    assert any("could not decide: timeout" in c.value for c in at.caption)
     assert any("No validator has run" in c.value for c in at.caption)
 
 
@@ -233,25 +280,24 @@ def test_blocking_items_disable_approve_until_overridden(
     sessions = use_replay(tmp_path, monkeypatch, cassette=PIPELINE_ONLY)
     sid = session_at(1)
     at = app(sid, "views/gate_1.py")
-    assert any("could not decide" in w.value for w in at.warning)
+    assert shows(at, "**3 blocking items** to resolve")  # all three are listed
+    assert shows(at, "**The verifier could not decide**")
     for radio in [r for r in at.radio if (r.key or "").startswith("clarify_")]:
         radio.set_value(option(radio, 0))
     at.button(key="confirm_clarifications").click().run()
     assert at.button(key="approve_1").disabled
-    assert shows(at, "1 blocking item(s) are open")
-    assert at.selectbox(key="override_target_1").options == [
-        "all open items",
-        "verification:inconclusive",
-    ]
+    assert shows(at, "**1 blocking item** to resolve") and shows(at, "1 blocking item open")
+    assert not any("verification:" in t or "verification\\:" in t for t in texts(at))
 
-    at.button(key="override_1").click().run()  # no reason
+    at.button(key="override_verification-inconclusive").click().run()  # no reason
     assert any("needs a reason" in e.value for e in at.error)
-    at.selectbox(key="override_target_1").set_value("verification:inconclusive")
-    at.text_area(key="override_reason_1").input("Reviewed the WHY outputs by hand.")
-    at.button(key="override_1").click().run()
-    assert not at.exception and shows(at, "Override recorded")
+    at.text_input(key="why_verification-inconclusive").input("Reviewed the WHY outputs by hand.")
+    at.button(key="override_verification-inconclusive").click().run()
+    assert not at.exception and shows(at, "Overridden: The verifier could not decide")
     overrides = gates_json(sessions, sid)["1"]["overrides"]
     assert [o["target"] for o in overrides] == ["verification:inconclusive"]
+    assert any("overridden by you" in m.value for m in at.markdown)
+    assert shows(at, "Your reason: “Reviewed the WHY outputs by hand\\.”")
     assert not at.button(key="approve_1").disabled
     at.button(key="approve_1").click().run()
     assert at.title[0].value == "Run"
@@ -259,8 +305,82 @@ def test_blocking_items_disable_approve_until_overridden(
     poll(at, at_gate(2))
 
 
-def test_findings_that_need_a_decision_come_first_second_opinions_are_folded() -> None:
+def test_panel_items_have_plain_labels_actions_and_states(sessions: Path) -> None:
+    """A violation, a failed check and a blocking finding: one list, plain labels; an override
+    of this round makes its item "overridden" with the reason, an older round's does not."""
+    from components.context import Backend
+    from components.decision_panel import items, open_count
+
+    from haytham.schemas.gate import GateRecord, Override
+    from haytham.schemas.verification import InvariantViolation, PhaseVerification
+    from haytham.validate.model import Finding
+
+    state = SessionState(
+        verifications={
+            "WHAT": PhaseVerification(
+                phase="WHAT",
+                passed=False,
+                status="failed",
+                invariants_violated=[
+                    InvariantViolation(
+                        invariant="group_structure",
+                        violation="groups of any size",
+                        stage="mvp-scope",
+                        severity="blocking",
+                    )
+                ],
+            )
+        },
+        stage_meta={
+            "capability-model": {"status": "needs_attention", "problems": ["CAP-F-009 serves none"]}
+        },
+        validations={
+            "mvp-scope": [
+                Finding(
+                    validator="invariant_coverage",
+                    severity="blocking",
+                    stage="mvp-scope",
+                    invariant="INV-2 group_structure",
+                    message="no scope item carries INV-2 group_structure; it is cut short nowhere",
+                )
+            ]
+        },
+        gates={
+            2: GateRecord(
+                gate=2,
+                phase="WHAT",
+                status="open",
+                round=2,
+                overrides=[
+                    Override(target="check:capability-model:1", reason="old", round=1, at="t"),
+                    Override(
+                        target="violation:group_structure:mvp-scope",
+                        reason="Eight is enforced by the schema.",
+                        round=2,
+                        at="t",
+                    ),
+                ],
+            )
+        },
+    )
+    with service() as svc:
+        found = items(Backend(svc, None), state, 2)  # type: ignore[arg-type]
+    assert [(i.kind, i.title, i.state) for i in found] == [
+        ("violation", "group_structure is not honored in MVP scope", "overridden"),
+        ("finding", "Invariant coverage finding in MVP scope", "open"),
+        ("check", "Capability model failed a check (needs attention)", "open"),
+    ]
+    assert found[0].note == "Eight is enforced by the schema." and found[0].detail.startswith(
+        "groups of any size"
+    )
+    assert found[1].detail.endswith("it is cut short nowhere")  # whole, never cut off
+    assert [i.stage for i in found] == ["mvp-scope", "mvp-scope", "capability-model"]
+    assert open_count(found) == 2
+
+
+def test_findings_warnings_are_listed_in_full_second_opinions_are_folded() -> None:
     finding = {"stage": "mvp-scope", "evidence": "", "validator": "invariant_coverage"}
+    long = "mvp-scope puts INV-2 group_structure out of scope " + "and says so at length " * 20
     state = {
         "validations": {
             "mvp-scope": [
@@ -269,7 +389,7 @@ def test_findings_that_need_a_decision_come_first_second_opinions_are_folded() -
                     "severity": "warning",
                     "item": "SCOPE-7",
                     "invariant": "INV-2 group_structure",
-                    "message": "mvp-scope puts INV-2 group_structure out of scope",
+                    "message": long,
                 },
                 {
                     **finding,
@@ -283,23 +403,14 @@ def test_findings_that_need_a_decision_come_first_second_opinions_are_folded() -
     }
     at = _panel(state)
     assert not at.exception
-    decide = at.dataframe[0].value
-    assert decide.to_dict("records") == [
-        {
-            "stage": "mvp-scope",
-            "severity": "warning",
-            "item": "SCOPE-7",
-            "invariant": "INV-2 group_structure",
-            "why": "mvp-scope puts INV-2 group_structure out of scope",
-            "evidence": "",
-            "validator": "invariant_coverage",
-        }
-    ]
+    (warning,) = [w.value for w in at.warning if w.value.startswith("**Warning**")]
+    assert "MVP scope · SCOPE\\-7 · INV\\-2 group\\_structure" in warning
+    assert "and says so at length " * 19 in warning.replace("\\", "")
+    assert "*(Invariant coverage)*" in warning
     (folded,) = at.expander
     assert folded.label == "Second opinions from prose checks (1)"
-    assert folded.dataframe[0].value.iloc[0]["validator"] == "embedding_contradiction"
+    assert "(Embedding contradiction)" in folded.markdown[0].value
 
     only_info = {"validations": {"mvp-scope": [state["validations"]["mvp-scope"][1]]}}
     at = _panel(only_info)
     assert any("No findings that need a decision" in c.value for c in at.caption)
-    assert len(at.dataframe) == 1  # the folded second opinion only

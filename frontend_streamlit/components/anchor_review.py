@@ -1,10 +1,9 @@
-"""Gate 1 anchor review (ADR-022 1c): review mode, or clarification mode when ambiguous.
+"""Gate 1 anchor review (ADR-022 1c): the goal and the settled invariants with their sources.
 
-High-confidence invariants show in green with their source quotes. Ambiguous ones (confidence
-< 0.7) show in amber with a confidence badge, the ambiguity and their options as radio buttons;
-one "Confirm clarifications" button sends every choice as one ``clarify_all`` command. The
-reviewer can also correct an invariant's value or remove a non-goal; each change is logged in
-the gate record.
+High-confidence invariants show one line each with their source quote and confidence. The
+ambiguous ones (confidence < 0.7) are blocking items of Gate 1's decision panel
+(``components.decision_panel``), where they are clarified. The reviewer can also correct an
+invariant's value or remove a non-goal; each change is logged in the gate record.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from components.safe_text import md, name
 
 from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor, Invariant
-from haytham.schemas.gate import GateRecord
 from haytham.stages import ANCHOR_SOURCE
 
 
@@ -31,54 +29,32 @@ def _command(b: Backend, sid: str, command: dict[str, Any], done: str) -> None:
         st.rerun()
 
 
-def _confident(inv: Invariant) -> None:
+def _confident(inv: Invariant) -> str:
+    """One line per invariant that needs no clarification (the ambiguous ones are in the
+    decision panel)."""
     tag = (
         " · clarified by you"
         if inv.user_clarified
         else (" · auto-resolved (first option)" if inv.auto_resolved else "")
     )
-    text = (
-        f"**{md(inv.property)}** = {md(inv.value)}  \n"
-        f"Source: “{md(inv.source)}”{_grounding(inv)} · {round(inv.confidence * 100)}% "
+    mark = ":blue[●]" if inv.grounded is False else ":green[✔]"
+    return (
+        f"{mark} **{name(inv.property)}** = {md(inv.value)}  \n"
+        f"Source: “{md(inv.source)}”{grounding(inv)} · {round(inv.confidence * 100)}% "
         f"confident{tag}"
     )
-    if inv.grounded is False:  # confirmed by the founder, but its quote is not in the idea
-        st.info(text, icon=":material/person_check:")
-    else:
-        st.success(text, icon=":material/check_circle:")
 
 
-def _grounding(inv: Invariant) -> str:
+def grounding(inv: Invariant) -> str:
     """How the source quote was checked against the idea (nothing for older sessions)."""
     if inv.grounded is None:
         return ""
     return " (found in your idea)" if inv.grounded else " (**not found in your idea**)"
 
 
-def _ambiguous(inv: Invariant, key: str, editable: bool) -> str | None:
-    with st.container(border=True):
-        head, badge = st.columns([4, 1])
-        head.markdown(f"**{md(inv.property)}** — extracted as *{md(inv.value)}*")
-        with badge:
-            st.badge(
-                f"{round(inv.confidence * 100)}% confident", color="orange", icon=":material/help:"
-            )
-        st.warning(
-            f"{md(inv.ambiguity or '')}  \nSource: “{md(inv.source)}”{_grounding(inv)}",
-            icon=":material/warning:",
-        )
-        return st.radio(
-            f"What did you mean by {name(inv.property)}?",
-            inv.clarification_options,
-            format_func=md,  # options are model text: shown literally, never as Markdown
-            index=None,
-            key=key,
-            disabled=not editable,
-        )
-
-
 def render_anchor(b: Backend, sid: str, state: SessionState, editable: bool) -> None:
-    """The anchor at Gate 1; ``editable`` when the session is waiting here."""
+    """The anchor at Gate 1: the goal and the settled invariants; the ambiguous ones are
+    clarified in the decision panel. ``editable`` when the session is waiting here."""
     anchor = state.anchor
     if anchor is None:
         st.info(
@@ -86,46 +62,32 @@ def render_anchor(b: Backend, sid: str, state: SessionState, editable: bool) -> 
         )
         return
     pending = anchor.open_ambiguities()
+    settled = [i for i in anchor.invariants if not i.is_ambiguous]
     st.subheader("Concept anchor")
+    st.markdown(f"**Goal:** {md(anchor.intent.goal)}")
     if pending:
-        st.warning(
-            f"**Clarification needed** — {len(pending)} invariant(s) are ambiguous. "
-            "Pick what you meant for each, then confirm; Gate 1 cannot be approved "
-            "until every ambiguity is resolved.",
-            icon=":material/priority_high:",
+        st.caption(
+            f"{len(settled)} invariant(s) settled; {len(pending)} wait for your clarification "
+            "in the decision panel below. Check them against your idea: they constrain every "
+            "later stage."
         )
     else:
-        st.success(
+        st.caption(
             "No invariant is waiting for a clarification. Check them against your idea before "
-            "they constrain every later stage.",
-            icon=":material/verified:",
+            "they constrain every later stage."
         )
-    st.markdown(f"**Goal:** {md(anchor.intent.goal)}")
-    for inv in anchor.invariants:
-        if not inv.is_ambiguous:
-            _confident(inv)
-    choices: dict[str, str | None] = {}
-    for inv in pending:
-        choices[inv.property] = _ambiguous(inv, f"clarify_{sid}_{inv.property}", editable)
-    if (
-        pending
-        and editable
-        and st.button("Confirm clarifications", type="primary", key="confirm_clarifications")
-    ):
-        missing = [p for p, c in choices.items() if c is None]
-        if missing:
-            names = ", ".join(name(p) for p in missing)
-            st.error(f"Pick an option for: {names}.", icon=":material/error:")
-        else:
-            _command(
-                b,
-                sid,
-                {"kind": "clarify_all", "choices": choices},
-                f"Clarified {len(choices)} invariant(s); the anchor was updated.",
-            )
-    _intent_and_identity(anchor)
+    if settled:
+        with st.container(border=True):
+            st.markdown("  \n".join(_confident(i) for i in settled))
+
+
+def anchor_details(b: Backend, sid: str, state: SessionState, editable: bool) -> None:
+    """On demand: constraints, non-goals and identity, and (when editable) the corrections."""
+    if state.anchor is None:
+        return
+    _intent_and_identity(state.anchor)
     if editable:
-        _corrections(b, sid, anchor)
+        _corrections(b, sid, state.anchor)
 
 
 def _intent_and_identity(anchor: ConceptAnchor) -> None:
@@ -172,20 +134,3 @@ def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
                     {"kind": "remove_non_goal", "text": goal},
                     "Removed the non-goal; the change is logged in gates.json.",
                 )
-
-
-def change_log(record: GateRecord | None) -> None:
-    """Clarifications and edits recorded at a gate (none before it first opens)."""
-    if record is None:
-        return
-    rows = [
-        f"clarified **{md(c.invariant)}** → {md(c.choice)}" + (" (auto)" if c.auto else "")
-        for c in record.clarifications
-    ]
-    rows += [
-        f"{'edited' if e.kind == 'edit_value' else 'removed non-goal'} "
-        f"**{md(e.target)}**: {md(e.before)}" + (f" → {md(e.after)}" if e.after else "")
-        for e in record.edits
-    ]
-    if rows:
-        st.markdown("**Changes logged at this gate**  \n" + "  \n".join(f"• {r}" for r in rows))

@@ -1,13 +1,19 @@
-"""What the checks say about a phase: the verifier's PhaseVerification and validator findings."""
+"""What the checks say about a phase: the verifier's PhaseVerification and validator findings.
+
+What blocks the gate (blocking violations, an inconclusive verification, failed stage checks,
+blocking findings) is listed once, in the decision panel; here are the rest, in full: what was
+honored, warnings, genericized identity features, and the validators' warnings and second
+opinions. Every message is shown whole (no table cell cuts it off).
+"""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
-from components.safe_text import badge_label, md
+from components.safe_text import badge_label, md, no_paths
 
 from haytham.pipeline.state import SessionState
-from haytham.stages import Phase, phase_stages
+from haytham.stages import Phase, get_stage, phase_stages
+from haytham.validate.model import Finding
 
 STATUS = {
     "passed": ("green", ":material/verified:", "passed"),
@@ -15,48 +21,90 @@ STATUS = {
     "inconclusive": ("orange", ":material/help:", "inconclusive"),
     "off": ("gray", ":material/toggle_off:", "off"),
 }
+SEVERITY = {"blocking": "Blocking", "warning": "Warning", "info": "Second opinion"}
+IN_PANEL = "listed in the decision panel above"
+
+
+def _stage(slug: str | None) -> str:
+    if not slug:
+        return ""
+    try:
+        return get_stage(slug).title
+    except Exception:  # an unknown slug from an older session: shown as it is
+        return slug
+
+
+def _validator(name: str) -> str:
+    text = name.replace("_", " ")
+    return text[:1].upper() + text[1:]
+
+
+def checks_line(phase: Phase, state: SessionState) -> str:
+    """One line for the gate's summary: the verifier's result and the findings' counts."""
+    data = state.verifications.get(phase.value)
+    parts = [f"verifier {STATUS.get(data.status, STATUS['failed'])[2]}" if data else "no verifier"]
+    findings = [f for s in phase_stages(phase) for f in state.validations.get(s.slug, [])]
+    failed = sum(
+        len(m.problems) for s in phase_stages(phase) if (m := state.stage_meta.get(s.slug))
+    )
+    for severity, word in (("blocking", "blocking finding"), ("warning", "warning")):
+        n = sum(1 for f in findings if f.severity == severity)
+        if n:
+            parts.append(f"{n} {word}" + ("" if n == 1 else "s"))
+    if failed:
+        parts.append(f"{failed} failed check" + ("" if failed == 1 else "s"))
+    if len(parts) == 1:
+        parts.append("no validator finding needs a decision")
+    return " · ".join(parts)
 
 
 def verification(phase: Phase, state: SessionState) -> None:
     """The verifier's verdict on ``phase`` (ADR-022 1d), or why there is none."""
-    st.subheader("Phase verification")
     data = state.verifications.get(phase.value)
     if data is None:
         st.info("The verifier has not run for this phase yet.")
         return
     status = data.status
-    color, icon, label = STATUS.get(status, STATUS["failed"])
+    color, icon, text = STATUS.get(status, STATUS["failed"])
     strategy = data.strategy
     st.badge(
-        f"Verifier: {label}"
-        + (f" · {badge_label(strategy)}" if strategy and strategy != status else ""),
+        f"Verifier: {text}"
+        + (f" · {badge_label(strategy)} review" if strategy and strategy != status else ""),
         color=color,
         icon=icon,
     )  # type: ignore[arg-type]
     if status == "off":
         st.caption(
             f"Verification is off for this session ({md(data.reason)}); only "
-            "the validators below checked this phase."
+            "the validators checked this phase."
         )
     elif status == "inconclusive":
-        st.warning(
-            f"The verifier could not decide: {md(data.reason)}. This blocks "
-            "approval until you override it or request rework.",
-            icon=":material/help:",
+        st.caption(f"The verifier could not decide: {md(no_paths(data.reason))} ({IN_PANEL}).")
+    if data.invariants_honored:
+        st.markdown(
+            ":green[✔] honored: " + ", ".join(f"**{md(n)}**" for n in data.invariants_honored)
         )
-    for name in data.invariants_honored:
-        st.markdown(f":green[✔] honored: **{md(name)}**")
+    blocking = data.blocking()
+    if blocking:
+        st.markdown(
+            f":red[✘] {len(blocking)} blocking violation"
+            + ("" if len(blocking) == 1 else "s")
+            + f" ({IN_PANEL}): "
+            + ", ".join(f"**{md(v.invariant)}** in {md(_stage(v.stage))}" for v in blocking)
+        )
     for v in data.invariants_violated:
-        text = f"**{md(v.invariant)}** in {md(v.stage)}: {md(v.violation)}"
-        if v.severity == "blocking":
-            st.error(f"Blocking violation — {text}", icon=":material/block:")
-        else:
-            st.warning(f"Warning — {text}", icon=":material/warning:")
-    for name in data.identity_preserved:
-        st.markdown(f":green[✔] identity preserved: {md(name)}")
+        if v.severity != "blocking":
+            st.warning(
+                f"Warning — **{md(v.invariant)}** in {md(_stage(v.stage))}: {md(v.violation)}",
+                icon=":material/warning:",
+            )
+    if data.identity_preserved:
+        st.markdown(
+            ":green[✔] identity preserved: " + ", ".join(md(n) for n in data.identity_preserved)
+        )
     for g in data.identity_genericized:
         st.warning(
-            f"Genericized in {md(g.stage)}: “{md(g.original_feature)}” "
+            f"Genericized in {md(_stage(g.stage))}: “{md(g.original_feature)}” "
             f"became “{md(g.generic_replacement)}”",
             icon=":material/compress:",
         )
@@ -64,42 +112,37 @@ def verification(phase: Phase, state: SessionState) -> None:
         st.warning(md(w), icon=":material/warning:")
 
 
-def validator_findings(phase: Phase, state: SessionState) -> None:
-    """Deterministic validators' findings and failed mechanical checks for the phase's stages.
+def _line(f: Finding, slug: str) -> str:
+    where = " · ".join(md(x) for x in (_stage(f.stage or slug), f.item, f.invariant) if x)
+    evidence = f"  \nEvidence: {md(f.evidence)}" if f.evidence else ""
+    return (
+        f"**{SEVERITY.get(f.severity, md(f.severity))}** · {where} — {md(f.message)} "
+        f"*({md(_validator(f.validator))})*{evidence}"
+    )
 
-    Findings that need a decision (warning, blocking, failed checks) come first, each naming the
-    stage, the item, the invariant and why; prose-only second opinions (``info``) are folded away.
-    """
-    st.subheader("Validator findings")
-    rows, second = [], []
+
+def validator_findings(phase: Phase, state: SessionState) -> None:
+    """Deterministic validators' findings for the phase's stages, each in full with its stage,
+    item, invariant and validator. Blocking ones and failed stage checks are in the decision
+    panel; warnings are listed here; prose-only second opinions (``info``) are folded away."""
+    warn: list[tuple[Finding, str]] = []
+    second: list[tuple[Finding, str]] = []
+    blocking = 0
     for spec in phase_stages(phase):
         for f in state.validations.get(spec.slug, []):
-            row = {
-                "stage": spec.slug,
-                "severity": f.severity,
-                "item": f.item or "",
-                "invariant": f.invariant or "",
-                "why": f.message,
-                "evidence": f.evidence,
-                "validator": f.validator,
-            }
-            (rows if f.needs_decision else second).append(row)
+            if f.severity == "blocking":
+                blocking += 1
+            elif f.needs_decision:
+                warn.append((f, spec.slug))
+            else:
+                second.append((f, spec.slug))
         meta = state.stage_meta.get(spec.slug)
-        for problem in meta.problems if meta else []:
-            rows.append(
-                {
-                    "stage": spec.slug,
-                    "severity": "blocking",
-                    "item": "",
-                    "invariant": "",
-                    "why": problem,
-                    "evidence": "",
-                    "validator": "stage check",
-                }
-            )
-    if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
-    else:
+        blocking += len(meta.problems) if meta else 0
+    if blocking:
+        st.markdown(f":red[✘] {blocking} blocking finding(s) or failed check(s) ({IN_PANEL}).")
+    for f, slug in warn:
+        st.warning(_line(f, slug), icon=":material/warning:")
+    if not (blocking or warn):
         ran = any(spec.slug in state.validations for spec in phase_stages(phase))
         st.caption(
             "No findings that need a decision."
@@ -109,4 +152,5 @@ def validator_findings(phase: Phase, state: SessionState) -> None:
     if second:
         with st.expander(f"Second opinions from prose checks ({len(second)})"):
             st.caption("Weak signals read from wording; they never block and need no decision.")
-            st.dataframe(pd.DataFrame(second), hide_index=True)
+            for f, slug in second:
+                st.markdown(_line(f, slug))

@@ -1,4 +1,12 @@
-"""A decision gate page: the phase's outputs, what the checks found, and the reviewer's actions.
+"""A decision gate page, one screen: what this phase decided, what needs a decision, details on
+demand.
+
+1. **What this phase decided**: a few key fields from the phase's payloads, the stages' state
+   and the checks in one line (Gate 1 also shows the concept anchor).
+2. **Needs your decision**: the decision panel (``components.decision_panel``) — every blocking
+   item with its own action and state — and the action bar pinned to the bottom of the page.
+3. **Details**: the idea, each stage's output (once: its summary and Markdown, rendered only
+   when opened), the verifier's and the validators' findings in full.
 
 Every decision is one gate command through :meth:`Haytham.decide` (so it lands in
 ``gates.json``); approve and rework then continue the run in the background worker.
@@ -6,31 +14,53 @@ Every decision is one gate command through :meth:`Haytham.decide` (so it lands i
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import streamlit as st
-from components.anchor_review import change_log, render_anchor
+from components.anchor_review import anchor_details, render_anchor
 from components.context import (
     Backend,
     attempt,
     backend,
-    flash,
     go,
     link,
     require_session,
-    show_error,
     show_flash,
 )
-from components.findings import validator_findings, verification
+from components.decision_panel import action_bar, open_count, render_panel
+from components.findings import checks_line, validator_findings, verification
 from components.history import render_history
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
 
-from haytham.pipeline.state import SessionState
+from haytham.pipeline.state import SessionState, payload_of
 from haytham.schemas.gate import GateRecord
-from haytham.stages import Phase, get_stage, phase_stages
+from haytham.stages import (
+    STORY_STAGE,
+    VERDICT_STAGE,
+    Phase,
+    architecture_decisions,
+    build_buy_analysis,
+    capability_model,
+    get_stage,
+    idea_analysis,
+    market_context,
+    mvp_scope,
+    phase_stages,
+    risk_assessment,
+    system_traits,
+)
 
-ALL_OPEN = "all open items"
+GATE_STATUS = {
+    "pending": "not reached yet",
+    "open": "waiting for your decision",
+    "approved": "approved",
+    "rejected": "rejected",
+    "rework_requested": "sent back for rework",
+}
+STAGE_STATUS = {"completed": "done", "needs_attention": "needs attention"}
 
 
 def render_gate(gate: int) -> None:
@@ -47,7 +77,7 @@ def render_gate(gate: int) -> None:
     here = status.get("gate") == gate
     busy = b.worker.is_running(sid)
     st.caption(
-        f"Session {code(sid)} · this gate: {md(record.status if record else 'not reached')} · "
+        f"Session {code(sid)} · this gate: {_gate_status(record)} · "
         f"session: {md(pretty_status(status['status']))}"
     )
     if busy:
@@ -60,22 +90,21 @@ def render_gate(gate: int) -> None:
         st.info(_not_here(gate, record, status), icon=":material/info:")
     editable = here and not busy
     _stale(b, sid, status, busy)
+    _summary(phase, state)
     render_history(b, sid, gate)
-    with st.expander("The idea, as you wrote it"):
-        st.markdown(md(state.idea))
     if phase is Phase.WHY:
         render_anchor(b, sid, state, editable)
-        verdict = status.get("verdict")
-        if verdict:
-            st.markdown(f"**Verdict:** {md(verdict)} — details on the Verdict page.")
-            link("verdict", "Open the verdict", ":material/gavel:")
-    _outputs(b, sid, phase, state)
-    verification(phase, state)
-    validator_findings(phase, state)
-    change_log(record)
-    _overrides(record)
+    found = render_panel(b, sid, gate, state, editable)
+    _details(b, sid, phase, state, editable)
     if editable:
-        _actions(b, sid, gate, phase, state, status)
+        action_bar(b, sid, gate, phase, open_count(found))
+
+
+def _gate_status(record: GateRecord | None) -> str:
+    if record is None:
+        return GATE_STATUS["pending"]
+    text = GATE_STATUS.get(record.status, md(record.status))
+    return f"{text} (round {record.round})" if record.round > 1 else text
 
 
 def _stale(b: Backend, sid: str, status: dict[str, Any], busy: bool) -> None:
@@ -103,120 +132,214 @@ def _not_here(gate: int, record: GateRecord | None, status: dict[str, Any]) -> s
         return f"The session has not reached Gate {gate} yet."
     where = md(pretty_status(status["status"]))
     note = f" (note: {md(record.note)})" if record.note else ""
-    return f"Gate {gate} is {md(record.status)}{note}; the session is {where}."
+    return f"Gate {gate} is {_gate_status(record)}{note}; the session is {where}."
 
 
-def _outputs(b: Backend, sid: str, phase: Phase, state: SessionState) -> None:
-    st.subheader("Stage outputs")
-    shown = False
+# -- 1. what this phase decided ----------------------------------------------------------------
+def _few(values: Iterable[Any], n: int = 5) -> str:
+    """Up to ``n`` values, escaped, then how many more."""
+    items = [str(v).strip().rstrip(".") for v in values if v not in (None, "")]
+    shown = "; ".join(md(v) for v in items[:n])
+    return shown + (f" … and {len(items) - n} more" if len(items) > n else "")
+
+
+def _word(value: Any) -> str:
+    """A payload's code value in words (``invite_only`` -> ``invite only``, ``True`` -> yes)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(_word(v) for v in value) or "none"
+    return md(str(value).replace("_", " "))
+
+
+def _why(state: SessionState) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    verdict = payload_of(state.outputs, VERDICT_STAGE.slug)
+    if verdict is not None and verdict.verdict:
+        risk = f" · risk {md(verdict.risk_level)}" if verdict.risk_level else ""
+        rows.append(
+            ("Verdict", f"**{md(verdict.verdict)}** — {md(verdict.verdict_reason or '')}{risk}")
+        )
+    idea = payload_of(state.outputs, idea_analysis.SPEC.slug)
+    if idea is not None:
+        rows.append(("Value proposition", md(idea.value_proposition)))
+        rows.append(("Target segments", _few(s.name for s in idea.target_segments)))
+    risks = payload_of(state.outputs, risk_assessment.SPEC.slug)
+    if risks is not None:
+        high = [r.risk for r in risks.risks if r.impact == "high"]
+        rows.append(("High-impact risks", _few(high, 3) or "none"))
+    market = payload_of(state.outputs, market_context.SPEC.slug)
+    if market is not None:
+        rows.append(("Market", md(market.market_size)))
+    return rows
+
+
+def _what(state: SessionState) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    scope = payload_of(state.outputs, mvp_scope.SPEC.slug)
+    if scope is not None:
+        rows.append(("The one thing", md(scope.the_one_thing)))
+        rows.append(("Primary segment", md(scope.primary_segment)))
+        rows.append(("Appetite", _word(scope.appetite)))
+        rows.append(
+            (f"In scope ({len(scope.in_scope)})", _few((i.title for i in scope.in_scope), 6))
+        )
+        if scope.out_of_scope:
+            rows.append(
+                (
+                    f"Out of scope ({len(scope.out_of_scope)})",
+                    _few((i.title for i in scope.out_of_scope), 4),
+                )
+            )
+    caps = payload_of(state.outputs, capability_model.SPEC.slug)
+    if caps is not None:
+        rows.append(
+            (
+                "Capabilities",
+                f"{len(caps.functional)} functional, {len(caps.non_functional)} non-functional: "
+                + _few((c.name for c in caps.functional), 4),
+            )
+        )
+    return rows
+
+
+def _how(state: SessionState) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    traits = payload_of(state.outputs, system_traits.SPEC.slug)
+    if traits is not None:
+        dumped = traits.model_dump()
+        rows.append(
+            (
+                "System traits",
+                " · ".join(
+                    f"{_word(k)} **{_word(v.get('value'))}**"
+                    for k, v in dumped.items()
+                    if isinstance(v, dict) and "value" in v  # not the derived constraints
+                ),
+            )
+        )
+    buy = payload_of(state.outputs, build_buy_analysis.SPEC.slug)
+    if buy is not None:
+        counts = Counter(i.recommendation for i in buy.items)
+        bought = [i.service for i in buy.items if i.recommendation != "BUILD" and i.service]
+        rows.append(
+            (
+                "Build or buy",
+                " · ".join(f"{md(k.lower())} {v}" for k, v in sorted(counts.items()))
+                + (f" — services: {_few(bought, 4)}" if bought else ""),
+            )
+        )
+    decisions = payload_of(state.outputs, architecture_decisions.SPEC.slug)
+    if decisions is not None:
+        rows.append(
+            (
+                f"Decisions ({len(decisions.decisions)})",
+                _few((d.title for d in decisions.decisions), 5),
+            )
+        )
+        coverage = decisions.coverage
+        if coverage is not None:
+            rows.append(("Capabilities without a decision", _few(coverage.uncovered) or "none"))
+    return rows
+
+
+def _stories(state: SessionState) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    stories = payload_of(state.outputs, STORY_STAGE.slug)
+    if stories is not None:
+        appetite = f" (appetite {_word(stories.appetite)})" if stories.appetite else ""
+        rows.append(("Stories", f"{len(stories.stories)}{appetite}"))
+        layers = Counter(s.layer for s in stories.stories)
+        rows.append(("By layer", " · ".join(f"{md(k)} {v}" for k, v in sorted(layers.items()))))
+        by_id = {s.id: s.title for s in stories.stories}
+        first = [by_id.get(i, i) for i in (stories.order or list(by_id))]
+        rows.append(("Build order starts with", _few(first, 3)))
+        rows.append(("Dependency cycles", str(len(stories.cycles)) if stories.cycles else "none"))
+    return rows
+
+
+SUMMARY = {Phase.WHY: _why, Phase.WHAT: _what, Phase.HOW: _how, Phase.STORIES: _stories}
+
+
+def _summary(phase: Phase, state: SessionState) -> None:
+    """What this phase decided, on one screen: its key fields, its stages, its checks."""
+    st.subheader("What this phase decided")
+    with st.container(border=True, key="gate_summary"):
+        try:
+            rows = SUMMARY[phase](state)
+        except Exception:  # an older or partial payload: the details below still show it
+            rows = []
+        if rows:
+            st.markdown("  \n".join(f"**{k}:** {v}" for k, v in rows))
+        elif not any(s.slug in state.outputs for s in phase_stages(phase)):
+            st.caption("No stage of this phase has run yet.")
+        stages = []
+        for spec in phase_stages(phase):
+            meta = state.stage_meta.get(spec.slug)
+            if spec.slug not in state.outputs:
+                stages.append(f"{spec.title}: not run yet")
+            elif meta is not None and meta.status != "completed":
+                n = len(meta.problems)
+                stages.append(
+                    f":orange[{spec.title}: {STAGE_STATUS.get(meta.status, md(meta.status))}"
+                    + (f" ({n} failed check{'s' if n != 1 else ''})" if n else "")
+                    + "]"
+                )
+            else:
+                stages.append(f"{spec.title}: done")
+        st.caption("Stages — " + " · ".join(stages) + "  \nChecks — " + checks_line(phase, state))
+        if phase is Phase.WHY and payload_of(state.outputs, VERDICT_STAGE.slug) is not None:
+            link("verdict", "Scorecard and knockouts on the Verdict page", ":material/gavel:")
+
+
+# -- 3. details on demand ----------------------------------------------------------------------
+def _details(
+    b: Backend,
+    sid: str,
+    phase: Phase,
+    state: SessionState,
+    editable: bool,
+) -> None:
+    st.subheader("Details")
+    with st.expander("The idea, as you wrote it", icon=":material/lightbulb:"):
+        st.markdown(md(state.idea))
+    if phase is Phase.WHY:
+        anchor_details(b, sid, state, editable)
+    _outputs(phase, state)
+    with st.expander("Phase verification", icon=":material/verified:"):
+        verification(phase, state)
+    with st.expander("Validator findings", icon=":material/rule:"):
+        validator_findings(phase, state)
+
+
+def _outputs(phase: Phase, state: SessionState) -> None:
+    """Each stage's output once: its summary, its Markdown and its claims (when opened)."""
     for spec in phase_stages(phase):
         out = state.outputs.get(spec.slug)
         if out is None:
             continue
-        shown = True
         box = st.expander(
-            f"{spec.number}. {spec.title}", key=f"output_{spec.slug}", on_change="rerun"
+            f"{spec.number}. {spec.title}",
+            key=f"output_{spec.slug}",
+            on_change="rerun",
+            icon=":material/description:",
         )
-        if box.open:  # rendered only when opened: keeps the gate page light
-            box.markdown(safe_markdown(b.service.show(sid, spec.slug)))
-    if not shown:
-        st.caption("No stage of this phase has run yet.")
-
-
-def _overrides(record: GateRecord | None) -> None:
-    rows = [
-        f"**{md(o.target)}** — {md(o.reason)}" + (" (auto)" if o.auto else "")
-        for o in (record.overrides if record else [])
-    ]
-    if rows:
-        st.markdown("**Overrides**  \n" + "  \n".join(f"• {r}" for r in rows))
-
-
-def _decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str) -> None:
-    """Apply ``command``; if the session moves on, continue the run in the background."""
-    try:
-        outcome = b.service.decide(sid, gate, command, continue_run=False)
-    except Exception as exc:
-        show_error(exc)
-        return
-    flash(done)
-    if outcome.next_action and not outcome.next_action.startswith("gate_"):
-        attempt(lambda: b.worker.run(sid, f"{command['kind']} at gate {gate}"))
-        go("run", sid)
-    st.rerun()
-
-
-def _actions(
-    b: Backend, sid: str, gate: int, phase: Phase, state: SessionState, status: dict[str, Any]
-) -> None:
-    st.subheader("Decision")
-    blocking = b.service.blocking(state, gate)
-    ambiguous = status.get("open_ambiguities") if gate == 1 else []
-    reasons = []
-    if ambiguous:
-        reasons.append(f"{len(ambiguous)} ambiguous invariant(s) need clarification")
-    if blocking:
-        reasons.append(f"{len(blocking)} blocking item(s) are open")
-    if reasons:
-        st.warning("Approve is disabled: " + "; ".join(reasons) + ".", icon=":material/lock:")
-    approve, reject, rework, override = st.tabs(["Approve", "Reject", "Request rework", "Override"])
-    with approve:
-        note = st.text_input("Note (optional)", key=f"approve_note_{gate}")
-        if st.button(
-            f"Approve Gate {gate}", type="primary", key=f"approve_{gate}", disabled=bool(reasons)
-        ):
-            _decide(b, sid, gate, {"kind": "approve", "note": note}, f"Gate {gate} approved.")
-    with reject:
-        why = st.text_input("Why reject? (optional)", key=f"reject_note_{gate}")
-        sure = st.checkbox("Yes, stop this session here", key=f"reject_sure_{gate}")
-        if st.button(f"Reject at Gate {gate}", key=f"reject_{gate}", disabled=not sure):
-            _decide(b, sid, gate, {"kind": "reject", "note": why}, f"Rejected at Gate {gate}.")
-    with rework:
-        _rework_form(b, sid, gate, phase)
-    with override:
-        _override_form(b, sid, gate, blocking)
-
-
-def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
-    specs = {s.slug: f"{s.number}. {s.title}" for s in phase_stages(phase)}
-    stage = st.selectbox(
-        "Stage to redo", list(specs), format_func=specs.get, key=f"rework_stage_{gate}"
-    )
-    feedback = st.text_area("Feedback: what must change", key=f"rework_feedback_{gate}")
-    if st.button("Request rework", key=f"rework_{gate}"):
-        if not (feedback or "").strip():
-            st.error(
-                "Rework needs feedback: say what the stage must change.", icon=":material/error:"
+        if not box.open:  # rendered only when opened: keeps the gate page light
+            continue
+        meta = state.stage_meta.get(spec.slug)
+        if meta is not None:
+            tries = f" · {meta.attempts} attempts" if meta.attempts > 1 else ""
+            box.caption(f"Status: {STAGE_STATUS.get(meta.status, md(meta.status))}{tries}")
+        box.markdown(f"**In short:** {md(out.tldr)}")
+        box.markdown(safe_markdown(out.content))
+        if out.claims:
+            box.markdown(
+                "**Claims**  \n"
+                + "  \n".join(
+                    f"• {md(c.statement)} *({_word(c.source)})*"
+                    + (f" — {md(c.evidence)}" if c.evidence else "")
+                    for c in out.claims
+                )
             )
-            return
-        _decide(
-            b,
-            sid,
-            gate,
-            {"kind": "rework", "stage": stage, "feedback": feedback},
-            f"Sent {stage} back for rework.",
-        )
-
-
-def _override_form(b: Backend, sid: str, gate: int, blocking: list[Any]) -> None:
-    if not blocking:
-        st.caption("Nothing blocking is open at this gate.")
-        return
-    for item in blocking:
-        st.markdown(f"• {code(item.id)} — {md(item.message)}")
-    target = st.selectbox(
-        "Override", [ALL_OPEN, *[i.id for i in blocking]], key=f"override_target_{gate}"
-    )
-    reason = st.text_area(
-        "Reason (required): why the finding does not apply", key=f"override_reason_{gate}"
-    )
-    if st.button("Override", key=f"override_{gate}"):
-        if not (reason or "").strip():
-            st.error("An override needs a reason.", icon=":material/error:")
-            return
-        command = {
-            "kind": "override",
-            "reason": reason,
-            "target": None if target == ALL_OPEN else target,
-        }
-        _decide(b, sid, gate, command, "Override recorded; it is logged in gates.json.")

@@ -1,4 +1,5 @@
-"""Verdict: GO / NO-GO / PIVOT with the scorecard; NO-GO stops unless overridden with a reason."""
+"""Verdict: GO / NO-GO / PIVOT with the scorecard. A NO-GO stops the run unless the reviewer
+proceeds anyway, with a reason, in Gate 1's decision panel (this page links there)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ import streamlit as st
 from components.context import (
     attempt,
     backend,
-    flash,
     link,
     require_session,
-    show_error,
     show_flash,
 )
 from components.safe_text import badge_label, md
@@ -79,40 +78,20 @@ for title, items in (("Next steps", summary.next_steps), ("Pivot options", summa
         st.markdown(f"**{title}**  \n" + "  \n".join(f"• {md(i)}" for i in items))
 
 blocker = VERDICT_STAGE.blocker(summary) if VERDICT_STAGE.blocker else None
-if blocker is not None:  # NO-GO: it blocks its gate until overridden with a reason
+if blocker is not None:  # NO-GO: it blocks Gate 1 until overridden with a reason there
     no_go = blocker[0]
     st.divider()
     done = [o for o in gate_of(state.gates, VERDICT_STAGE.phase).overrides if o.target == no_go]
     still_open = any(i.id == no_go for i in b.service.blocking(state, GATE))
-    waiting = state.status.gate == GATE and not b.worker.is_running(sid)
     if done and not still_open:
         st.info(
             f"You chose to proceed anyway: “{md(done[-1].reason)}”. Approve Gate 1 to continue.",
             icon=":material/info:",
         )
-        link(f"gate_{GATE}", "Go to Gate 1", ":material/looks_one:")
-    elif waiting:
+    else:
         st.error(
-            "The validation says NO-GO. The pipeline stops here unless you proceed anyway, "
-            "with a reason that is logged at Gate 1.",
+            "The validation says NO-GO. The pipeline stops here unless you proceed anyway at "
+            "Gate 1, with a reason that is logged there (or rework a stage, or reject).",
             icon=":material/block:",
         )
-        reason = st.text_area("Why proceed anyway? (required)", key="nogo_reason")
-        if st.button("Proceed anyway", type="primary", key="proceed_anyway"):
-            if not (reason or "").strip():
-                st.error("Proceeding past NO-GO needs a reason.", icon=":material/error:")
-            else:
-                try:
-                    b.service.decide(
-                        sid,
-                        GATE,
-                        {"kind": "override", "target": no_go, "reason": reason},
-                        continue_run=False,
-                    )
-                except Exception as exc:
-                    show_error(exc)
-                else:
-                    flash("NO-GO overridden; approve Gate 1 to continue.")
-                    st.rerun()
-    else:
-        st.caption("The session is not waiting at Gate 1, so the verdict cannot be overridden now.")
+    link(f"gate_{GATE}", "Decide it in Gate 1's decision panel", ":material/looks_one:")
