@@ -327,7 +327,13 @@ def test_panel_items_have_plain_labels_actions_and_states(sessions: Path) -> Non
                         violation="groups of any size",
                         stage="mvp-scope",
                         severity="blocking",
-                    )
+                    ),
+                    InvariantViolation(  # the same id again: one row, both messages
+                        invariant="group_structure",
+                        violation="no limit of eight",
+                        stage="mvp-scope",
+                        severity="blocking",
+                    ),
                 ],
             )
         },
@@ -370,12 +376,36 @@ def test_panel_items_have_plain_labels_actions_and_states(sessions: Path) -> Non
         ("finding", "Invariant coverage finding in MVP scope", "open"),
         ("check", "Capability model failed a check (needs attention)", "open"),
     ]
-    assert found[0].note == "Eight is enforced by the schema." and found[0].detail.startswith(
-        "groups of any size"
-    )
+    assert found[0].note == "Eight is enforced by the schema."
+    assert found[0].detail == "groups of any size\nno limit of eight"
     assert found[1].detail.endswith("it is cut short nowhere")  # whole, never cut off
     assert [i.stage for i in found] == ["mvp-scope", "mvp-scope", "capability-model"]
     assert open_count(found) == 2
+
+    at = AppTest.from_function(_decision_page, args=(state,), default_timeout=30).run()
+    assert not at.exception, at.exception
+    assert shows(at, "**2 blocking items** to resolve · 1 overridden")
+    assert any("overridden by you" in m.value for m in at.markdown)
+    assert shows(at, "Your reason: “Eight is enforced by the schema\\.”")
+    assert not [k for k in (b.key or "" for b in at.button) if "violation" in k]  # done
+    assert at.button(key="rework_check-capability-model-1").label == "Rework Capability model"
+    assert at.button(key="rework_finding-invariant_coverage-mvp-scope-1").label == (
+        "Rework MVP scope"
+    )
+    assert at.button(key="override_check-capability-model-1").label == "Override"
+    assert at.button(key="approve_2").disabled
+    assert not any(":mvp" in t or "\\:mvp" in t for t in texts(at))  # no ids shown
+
+
+def _decision_page(state: object) -> None:  # AppTest runs this source alone
+    from components.context import backend
+    from components.decision_panel import action_bar, open_count, render_panel
+
+    from haytham.stages import Phase
+
+    b = backend()
+    found = render_panel(b, "p8", 2, state, True)
+    action_bar(b, "p8", 2, Phase.WHAT, open_count(found))
 
 
 def test_findings_warnings_are_listed_in_full_second_opinions_are_folded() -> None:

@@ -13,7 +13,7 @@ is open. Labels are plain text: an item's id is never shown.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import streamlit as st
@@ -148,16 +148,25 @@ def items(b: Backend, state: SessionState, gate: int) -> list[Item]:
             update={"gates": {**state.gates, gate: record.model_copy(update={"overrides": []})}}
         )
     )
+    seen: dict[str, int] = {}  # one row per id: an override of an id covers all its findings
     for item in b.service.blocking(bare, gate):
         kind, title, detail = describe(item.id, item.stage, no_paths(item.message))
+        if item.id in seen:
+            row = out[seen[item.id]]
+            out[seen[item.id]] = replace(row, detail=f"{row.detail}\n{detail}")
+            continue
+        seen[item.id] = len(out)
         done = overrides.get(item.id)
         if item.id in open_ids or done is None:
             state_, note, auto = "open", "", False
         else:
             state_, note, auto = "overridden", done.reason, done.auto
+        key = _key(item.id)
+        while any(i.key == key for i in out):  # two ids that differ only in punctuation
+            key += "-"
         out.append(
             Item(
-                key=_key(item.id),
+                key=key,
                 id=item.id,
                 kind=kind,
                 title=title,
