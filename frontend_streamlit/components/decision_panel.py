@@ -232,14 +232,14 @@ def render_panel(
     return found
 
 
-def _head(item: Item, extra: str = "") -> None:
+def _head(item: Item) -> None:
     text, color, icon = STATE_BADGE[item.state]
     if item.state == "overridden" and item.auto:
         text = "overridden automatically"
     elif item.state == "resolved" and item.kind == "ambiguity":
         text = "resolved automatically" if item.auto else "clarified by you"
     head = st.container(horizontal=True, vertical_alignment="center")
-    head.markdown(f"**{md(item.title)}**" + extra)
+    head.markdown(f"**{md(item.title)}**")
     head.badge(text, color=color, icon=icon)  # type: ignore[arg-type]
 
 
@@ -295,7 +295,7 @@ def _item(b: Backend, sid: str, gate: int, item: Item, editable: bool) -> None:
         icon = KIND_ICON.get(item.kind, KIND_ICON["other"])
         if item.state == "open":
             st.markdown(f"{icon} {md(item.detail)}{where}")
-        else:
+        elif item.detail or where:
             st.caption(f"{md(item.detail)}{where}")
         if item.state == "resolved":
             st.markdown(f"Your answer: {md(item.note)}")
