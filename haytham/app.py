@@ -25,6 +25,12 @@ class PostValidation:
         self.settings = settings or ValidatorSettings()
         self.embedder = Embedder() if self.settings.embeddings else None
 
+    def start_loading(self) -> None:
+        """Load the embedding model in the background (a run calls this as it starts, so the
+        load overlaps the first model call)."""
+        if self.embedder is not None:
+            self.embedder.start_loading()
+
     def __call__(
         self, slug: str, state: SessionState, tool_calls: Sequence[Mapping[str, Any]]
     ) -> tuple[list[Finding], dict[str, float]]:

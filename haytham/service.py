@@ -175,6 +175,8 @@ class Haytham:
         check_provider(self.settings)
         files = self.store.open(session_id)
         with files.lock():
+            if self.post_validator is not None:  # the embedder loads while stage 1 runs
+                self.post_validator.start_loading()
             app = self._app(files)
             return self._advance(files, app, until=until, auto_approve=auto_approve)
 

@@ -43,7 +43,7 @@ def test_idea_clarify_approve_next_phase(tmp_path: Path) -> None:
         page.get_by_text("Synchronous live sessions - all eight present at once").click()
         page.get_by_text("Video/audio call (like Zoom)").click()
         page.get_by_role("button", name="Confirm clarifications").click()
-        expect(page.get_by_text("Clarified 2 invariant(s)")).to_be_visible()
+        expect(page.get_by_text("Clarified 2 invariant(s)").first).to_be_visible()
         expect(page.get_by_text("Clarification needed")).to_have_count(0)
         shot("4-gate-1-clarified")
         approve = page.get_by_role("button", name="Approve Gate 1")

@@ -19,6 +19,7 @@ from haytham.app import make_service
 from haytham.cli import main
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import STAGES
+from haytham.stages.story_generation import APPETITE_BOUNDS
 
 
 def cli(tmp_path, *args, cassette=POWER8_RUN):
@@ -149,8 +150,9 @@ def test_stories_over_appetite_are_reasked_once_with_the_bound(tmp_path, monkeyp
     assert len(stories) == 8 and state.status == "done"
     calls = [p for p in prompts if p["agent"] == "story-generation"]
     assert len(calls) == 2
-    assert "at most 8 stories" in calls[0]["text"]
-    assert "12 stories exceed the appetite bound of 8" in calls[1]["text"]
+    bound = APPETITE_BOUNDS["small"]
+    assert f"at most {bound} stories" in calls[0]["text"]
+    assert f"12 stories exceed the appetite bound of {bound}" in calls[1]["text"]
     events = (tmp_path / "sessions" / sid / "events.jsonl").read_text()
     assert '"type":"stage_reask","stage":"story-generation"' in events
 

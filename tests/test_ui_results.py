@@ -26,6 +26,11 @@ def test_verdict_go_with_scorecard(finished: str) -> None:
     scorecard = at.dataframe[0].value
     assert list(scorecard.columns) == ["name", "score", "evidence"] and len(scorecard) >= 3
     assert not [b for b in at.button if b.key == "proceed_anyway"]
+    competitors = at.dataframe[-1].value  # the competitor map, sortable, with its ids
+    assert list(competitors.columns)[:3] == ["id", "competitor", "job, for whom"]
+    assert all(i.startswith("COMP-") for i in competitors["id"])
+    assert len(at.get("download_button")) == 2  # the validation PDF and the map's CSV
+    assert not any(d.proto.disabled for d in at.get("download_button"))
 
 
 def test_stories_table_filters_traceability_and_exports(finished: str) -> None:

@@ -91,10 +91,10 @@ def render_gate(gate: int) -> None:
     editable = here and not busy
     _stale(b, sid, status, busy)
     _summary(phase, state)
-    render_history(b, sid, gate)
     if phase is Phase.WHY:
         render_anchor(b, sid, state, editable)
     found = render_panel(b, sid, gate, state, editable)
+    render_history(b, sid, gate)  # below the decisions still to make
     _details(b, sid, phase, state, editable)
     if editable:
         action_bar(b, sid, gate, phase, open_count(found))

@@ -11,7 +11,8 @@ from datetime import datetime
 
 import streamlit as st
 from components.context import Backend, attempt
-from components.safe_text import code, label, md
+from components.decision_panel import describe
+from components.safe_text import code, label, md, no_paths
 
 from haytham.history import Entry, FieldDiff, GateHistory, StageDiff
 
@@ -70,6 +71,21 @@ def when(at: str | None) -> str:
     return moment.strftime("%d %b %H:%M:%S UTC")
 
 
+def _item_title(item_id: str) -> str:
+    """An overridden item's id (``violation:x:mvp-scope``) as the decision panel names it."""
+    parts = item_id.split(":")
+    stage = {"violation": 2, "check": 1, "finding": 2}.get(parts[0])
+    where = parts[stage] if stage is not None and len(parts) > stage else None
+    return describe(item_id, where, "")[1]
+
+
+def _shown(entry: Entry) -> tuple[str, ...]:
+    """The entry's details in plain words: item titles, never ids; no server paths."""
+    if entry.kind == "override":
+        return tuple(_item_title(d) for d in entry.details)
+    return tuple(no_paths(d) for d in entry.details)
+
+
 def _line(entry: Entry) -> str:
     stamp = when(entry.at)
     head = f"- {ICONS.get(entry.kind, '')} **Round {entry.round}** · {md(entry.summary)}"
@@ -83,8 +99,8 @@ def _line(entry: Entry) -> str:
             "rejected": "Note",
             "revised": "Request",
         }.get(entry.kind, "Feedback")
-        lines.append(f"    - {what}: “{md(' '.join(entry.feedback.split()))}”")
-    shown = entry.details if len(entry.details) <= INLINE_DETAILS else ()
+        lines.append(f"    - {what}: “{md(no_paths(' '.join(entry.feedback.split())))}”")
+    shown = _shown(entry) if len(entry.details) <= INLINE_DETAILS else ()
     if entry.kind in CHANGES:
         shown = ()  # in the expander
     if entry.kind == "opened" and shown:
@@ -122,9 +138,9 @@ def _details(entry: Entry) -> None:
     with st.expander(label(title)):
         if entry.kind == "auto_rework" and entry.details:
             st.markdown("**The review sent to the stage**")
-            st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
+            st.markdown("\n".join(f"- {md(d)}" for d in _shown(entry)))
         elif entry.details:
-            st.markdown("\n".join(f"- {md(d)}" for d in entry.details))
+            st.markdown("\n".join(f"- {md(d)}" for d in _shown(entry)))
         if entry.kind in CHANGES:
             render_diffs(entry.diffs)
 

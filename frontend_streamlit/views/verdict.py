@@ -12,6 +12,7 @@ from components.context import (
     require_session,
     show_flash,
 )
+from components.reports import competitor_map, pdf_download
 from components.safe_text import badge_label, md
 from components.stale_banner import stale_banner
 
@@ -76,6 +77,8 @@ st.dataframe(knock, hide_index=True)
 for title, items in (("Next steps", summary.next_steps), ("Pivot options", summary.pivot_options)):
     if items:
         st.markdown(f"**{title}**  \n" + "  \n".join(f"• {md(i)}" for i in items))
+pdf_download(sid, state, "validation-pdf")
+competitor_map(sid, state)
 
 blocker = VERDICT_STAGE.blocker(summary) if VERDICT_STAGE.blocker else None
 if blocker is not None:  # NO-GO: it blocks Gate 1 until overridden with a reason there

@@ -10,7 +10,7 @@ validator findings and failed mechanical checks, unless each was overridden with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import GateError, InputError
@@ -49,7 +49,6 @@ class GateDecision:
     status: RunStatus | None = None
     anchor: ConceptAnchor | None = None
     reviews: dict[str, ReviewArtifact] | None = None
-    overridden: tuple[str, ...] = field(default=())
 
 
 def phase_for_gate(gate: int) -> Phase:
@@ -225,7 +224,7 @@ def _override(state, phase, record, command) -> dict:
         for i in chosen
     ]
     rec = record.model_copy(update={"overrides": [*record.overrides, *added]})
-    return GateDecision(rec, overridden=tuple(i.id for i in chosen))
+    return GateDecision(rec)
 
 
 def _clarify(state, phase, record, command) -> dict:

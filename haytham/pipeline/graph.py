@@ -32,7 +32,6 @@ from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_act
 PROJECT = "haytham"
 PARTITION = "local"
 TABLE = "burr_state"
-GATES = [f"gate_{p.gate}" for p in Phase]
 
 
 def persister(db_path: str) -> SQLitePersister:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from strands import Agent
@@ -44,11 +44,19 @@ REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
 MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
 MAX_ANCHOR_TIGHTENING = 2
 
-# (stage slug, the session with the new output, tool calls logged so far)
-#   -> (findings, {"idea": sim, "anchor": sim})
-PostValidator = Callable[
-    [str, SessionState, Sequence[Mapping[str, Any]]], tuple[list[Finding], dict[str, float]]
-]
+
+class PostValidator(Protocol):
+    """The validators run after each stage (:class:`haytham.app.PostValidation`)."""
+
+    def __call__(
+        self, slug: str, state: SessionState, tool_calls: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Finding], dict[str, float]]:
+        """(findings, {"idea": sim, "anchor": sim}) for the stage that just ran."""
+        ...
+
+    def start_loading(self) -> None:
+        """Start loading what the validators need, in the background."""
+        ...
 
 
 def load_prompt(name: str) -> str:
