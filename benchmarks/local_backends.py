@@ -40,7 +40,7 @@ from haytham.models.local import DEFAULT_PARAMS
 from haytham.models.schema_adapter import safe_schema
 from haytham.pipeline.context import build_stage_context
 from haytham.schemas.anchor import ConceptAnchor
-from haytham.stages import BY_SLUG
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, mvp_scope
 from haytham.stages.mvp_scope import MvpScopeOutput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,17 +78,18 @@ def request_body(max_tokens: int) -> dict[str, Any]:
         for part in turn["response"]:
             if "tool" in part:
                 outputs[turn["agent"]] = part["input"]
-    spec = BY_SLUG["mvp-scope"]
+    spec = mvp_scope.SPEC
     ctx = build_stage_context(
         spec,
         idea=IDEA.read_text(encoding="utf-8"),
-        anchor_text=ConceptAnchor.model_validate(outputs["anchor-extraction"]).render(),
-        outputs={slug: outputs[slug] for slug in spec.needs},
+        anchor_text=ConceptAnchor.model_validate(outputs[ANCHOR_AGENT]).render(),
+        outputs={s: BY_SLUG[s].output_model.model_validate(outputs[s]) for s in spec.needs},
         appetite="small",
     )
-    # the stage's full context minus the idea-analysis payload JSON (already summarised in the
+    # the stage's full context minus stage 1's payload JSON (already summarised in the
     # TL;DRs): about 1,500 tokens
-    ctx.parts = [(name, text) for name, text in ctx.parts if name != "payload:idea-analysis"]
+    first = f"payload:{ANCHOR_SOURCE.slug}"
+    ctx.parts = [(name, text) for name, text in ctx.parts if name != first]
     schema = safe_schema(MvpScopeOutput.model_json_schema(), max_string=160, max_items=3)
     return {
         **DEFAULT_PARAMS,

@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from haytham.stages import STAGES  # noqa: E402
+from haytham.stages import STAGES, story_generation  # noqa: E402
 from haytham.validate import (  # noqa: E402
     Embedder,
     Snapshot,
@@ -118,7 +118,9 @@ def timings(
         run_validators(snap, settings=settings, embedder=embedder)
         warm.append(time.perf_counter() - t)
         t = time.perf_counter()
-        run_validators(snap, stages={"story-generation"}, settings=settings, embedder=embedder)
+        run_validators(
+            snap, stages={story_generation.SPEC.slug}, settings=settings, embedder=embedder
+        )
         per_stage.append(time.perf_counter() - t)
         in_run.extend(_as_in_a_run(snap, settings, embedder))
     if not full:
@@ -147,7 +149,7 @@ def timings(
     )
     print(f"  cold text cache, best of {repeat}: {line(cold)}  (target < 1 s: {verdict})")
     print(f"  warm text cache : {line(warm)}")
-    print(f"  post-validator stages={{'story-generation'}}, warm: {line(per_stage)}")
+    print(f"  post-validator stages={{'{story_generation.SPEC.slug}'}}, warm: {line(per_stage)}")
     verdict = "met for every stage" if max(in_run) <= 0.3 else "NOT met"
     print(
         f"  post-validator as in a run (each stage new, earlier ones cached; "

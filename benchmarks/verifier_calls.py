@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
-from haytham.stages import STAGES, Phase  # noqa: E402
+from haytham.stages import ANCHOR_AGENT, STAGES, Phase  # noqa: E402
 from haytham.verify.config import VerifyConfig  # noqa: E402
 
 CASSETTES = ROOT / "tests/fixtures/cassettes/power_of_8"
@@ -36,7 +36,7 @@ TARGET = 10 + 1 + 2 + 2 * 4
 def group_of(agent: str) -> str:
     if agent in {s.slug for s in STAGES}:
         return "stages"
-    if agent == "anchor-extraction":
+    if agent == ANCHOR_AGENT:
         return "anchor"
     if agent.endswith(("-input-validator", "-reviser")):
         return "input validation"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from haytham.stages import architecture_decisions, capability_model, mvp_scope, story_generation
 from haytham.stages.story_generation import APPETITE_BOUNDS
 from haytham.validate.common import Context, finding
 from haytham.validate.model import APPETITE, Finding
@@ -88,18 +89,18 @@ def _cycle_path(members: list[str], graph: dict[str, list[str]]) -> list[str]:
 
 
 def _appetite(ctx: Context) -> str | None:
-    stories = ctx.payload("story-generation")
+    stories = ctx.payload(story_generation.SPEC.slug)
     if stories is not None and stories.appetite in APPETITE_BOUNDS:
         return str(stories.appetite)
-    scope = ctx.payload("mvp-scope")
+    scope = ctx.payload(mvp_scope.SPEC.slug)
     return scope.appetite if scope is not None else None
 
 
 def _stories(ctx: Context) -> list[Finding]:
-    sg = ctx.payload("story-generation")
-    if sg is None or not ctx.wants("story-generation"):
+    sg = ctx.payload(story_generation.SPEC.slug)
+    if sg is None or not ctx.wants(story_generation.SPEC.slug):
         return []
-    slug, found = "story-generation", []
+    slug, found = story_generation.SPEC.slug, []
     appetite = _appetite(ctx)
     count = len(sg.stories)
     if appetite is not None and count > APPETITE_BOUNDS[appetite]:
@@ -112,8 +113,8 @@ def _stories(ctx: Context) -> list[Finding]:
                 evidence=f"appetite {appetite}; stories {count}",
             )
         )
-    caps = ctx.payload("capability-model")
-    decs = ctx.payload("architecture-decisions")
+    caps = ctx.payload(capability_model.SPEC.slug)
+    decs = ctx.payload(architecture_decisions.SPEC.slug)
     cap_ids = caps.ids() if caps is not None else None
     dec_ids = {d.id for d in decs.decisions} if decs is not None else None
     for s in sg.stories:
@@ -175,14 +176,17 @@ def _stories(ctx: Context) -> list[Finding]:
 
 
 def _decisions(ctx: Context) -> list[Finding]:
-    decs, caps = ctx.payload("architecture-decisions"), ctx.payload("capability-model")
-    if decs is None or caps is None or not ctx.wants("architecture-decisions"):
+    decs, caps = (
+        ctx.payload(architecture_decisions.SPEC.slug),
+        ctx.payload(capability_model.SPEC.slug),
+    )
+    if decs is None or caps is None or not ctx.wants(architecture_decisions.SPEC.slug):
         return []
     known = caps.ids()
     return [
         finding(
             NAME,
-            "architecture-decisions",
+            architecture_decisions.SPEC.slug,
             f"{d.id} serves capabilities that do not exist: "
             f"{', '.join(sorted(set(d.serves) - known))}",
             evidence=f"{d.id} {d.title!r}",
