@@ -550,3 +550,39 @@ def stage_estimates(
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveCall:
+    """The model call in progress for a session: its row and the output tokens received so far
+    (estimated from the streamed text; the accounted count comes when the call returns)."""
+
+    row: str
+    tokens: int
+    since: float
+
+
+class LiveCalls:
+    """Calls in progress, per session, in this process (one per service; the UI reads it while
+    a background run streams). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, LiveCall] = {}
+        self._lock = threading.Lock()
+
+    def reporter(self, session_id: str) -> Callable[[str, int | None], None]:
+        """``(row, tokens)`` while a call of ``session_id`` streams; ``(row, None)`` when it ends."""
+
+        def report(row: str, tokens: int | None) -> None:
+            with self._lock:
+                if tokens is None:
+                    self._calls.pop(session_id, None)
+                    return
+                since = self._calls[session_id].since if session_id in self._calls else 0.0
+                self._calls[session_id] = LiveCall(row, tokens, since or time.monotonic())
+
+        return report
+
+    def get(self, session_id: str) -> LiveCall | None:
+        with self._lock:
+            return self._calls.get(session_id)

@@ -27,6 +27,7 @@ from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
 from haytham.pipeline.state import SessionState
+from haytham.progress import LiveCall, LiveCalls
 from haytham.render import render_stage
 from haytham.revise import (
     AGENT as CHANGE_AGENT,
@@ -95,6 +96,7 @@ class Haytham:
         self.verifier_factory = verifier_factory
         self.post_validator = post_validator
         self.tracking = tracking
+        self.live = LiveCalls()  # calls streaming now, per session (for the UI's Run page)
 
     def close(self) -> None:
         if self._own_models:
@@ -139,7 +141,13 @@ class Haytham:
         remove_stale_temp_files(files.root)  # left by a process killed mid-write (we hold the lock)
         meta = files.read_json("session.json", default={}) or {}
         source = fork_from or files
-        runner = StageRunner(self.settings, self.models, files, self.post_validator)
+        runner = StageRunner(
+            self.settings,
+            self.models,
+            files,
+            self.post_validator,
+            on_progress=self.live.reporter(files.session_id),
+        )
         verifier = (
             self.verifier_factory(self.settings, self.models, files)
             if self.verifier_factory
@@ -431,6 +439,11 @@ class Haytham:
     def updated_at(self, session_id: str) -> str:
         """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
         return self.store.open(session_id).updated_at()
+
+    def live_call(self, session_id: str) -> LiveCall | None:
+        """The model call this process is streaming for the session, with the output tokens
+        received so far (estimated); ``None`` between calls or when another process runs it."""
+        return self.live.get(session_id)
 
     @staticmethod
     def graph_dot() -> str:

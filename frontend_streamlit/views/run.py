@@ -77,6 +77,9 @@ def progress() -> None:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
             label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
+            live = b.service.live_call(sid)
+            if live is not None:
+                label += f" · ≈{live.tokens:,} tokens received"
         box = st.status(label, state="running", expanded=True)
     elif job is not None and job.state == "failed" or status.get("state") == "failed":
         box = st.status("Stopped with an error", state="error", expanded=True)

@@ -51,6 +51,10 @@ class ModelCall(BaseModel):
 
 CallSink = Callable[[ModelCall], None]
 """Receives one :class:`ModelCall` per model call (for cost/usage records). Must be thread-safe."""
+ProgressSink = Callable[[int], None]
+"""Receives the estimated output tokens of the call in progress while it streams (a retried
+attempt counts from zero again). Must be cheap and thread-safe."""
+PROGRESS_STEP = 16  # report at most every this many estimated tokens
 
 
 def estimate_tokens(text: str) -> int:
@@ -93,18 +97,19 @@ def _block_texts(block: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _delta_text(event: Any) -> str:
+    """The generated text or tool input a stream event adds (empty for other events)."""
+    delta = event.get("contentBlockDelta", {}).get("delta", {}) if isinstance(event, dict) else {}
+    if "text" in delta:
+        return str(delta["text"])
+    if "toolUse" in delta:
+        return str(delta["toolUse"].get("input", ""))
+    return ""
+
+
 def events_output_text(events: list[Any]) -> str:
     """Concatenate the generated text and tool-input deltas of a buffered event stream."""
-    parts: list[str] = []
-    for event in events:
-        delta = (
-            event.get("contentBlockDelta", {}).get("delta", {}) if isinstance(event, dict) else {}
-        )
-        if "text" in delta:
-            parts.append(str(delta["text"]))
-        elif "toolUse" in delta:
-            parts.append(str(delta["toolUse"].get("input", "")))
-    return "".join(parts)
+    return "".join(_delta_text(e) for e in events)
 
 
 class AccountedModel(DelegatingModel):
@@ -124,10 +129,12 @@ class AccountedModel(DelegatingModel):
         tier: str,
         agent: str,
         on_call: CallSink | None = None,
+        on_progress: ProgressSink | None = None,
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
     ) -> None:
         super().__init__(inner)
+        self.on_progress = on_progress
         self.provider = provider
         self.model_id = model_id
         self.tier = tier
@@ -172,9 +179,16 @@ class AccountedModel(DelegatingModel):
         attempt = 0
         while True:
             events: list[Any] = []
+            chars, shown = 0, 0
             try:
                 async for event in start():
                     events.append(event)
+                    if self.on_progress is not None:
+                        chars += len(_delta_text(event))
+                        tokens = math.ceil(chars / 4)  # as estimate_tokens counts them
+                        if tokens >= shown + PROGRESS_STEP:
+                            shown = tokens
+                            self.on_progress(shown)
                 break
             except ContextWindowOverflowException as error:
                 # providers raise it from their SDK's error, which may echo the request's

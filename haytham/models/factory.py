@@ -21,7 +21,7 @@ from strands.models import Model
 
 from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
-from haytham.models.accounting import AccountedModel, CallSink, estimate_tokens
+from haytham.models.accounting import AccountedModel, CallSink, ProgressSink, estimate_tokens
 from haytham.models.llama_server import LocalServer
 from haytham.models.local import LocalModel
 from haytham.models.providers import boto_session, check_provider
@@ -217,6 +217,7 @@ def build_model(
     agent: str,
     *,
     on_call: CallSink | None = None,
+    on_progress: ProgressSink | None = None,
     runtime: ModelRuntime | None = None,
     output_model: type[BaseModel] | None = None,
 ) -> Model:
@@ -225,7 +226,8 @@ def build_model(
     ``output_model`` names the structured output the agent will ask for; the local provider
     constrains decoding to that model's exact JSON schema.
 
-    The result reports one :class:`~haytham.models.accounting.ModelCall` per call to ``on_call``,
+    The result reports one :class:`~haytham.models.accounting.ModelCall` per call to ``on_call``
+    (and, while a call streams, its estimated output tokens so far to ``on_progress``),
     retries transient failures (``settings.max_retries``, exponential backoff from
     ``settings.retry_base_delay``) and raises :class:`~haytham.errors.ProviderError` after the last
     attempt. With ``settings.record_to`` set, each successful turn is appended to that cassette.
@@ -251,6 +253,7 @@ def build_model(
         tier=tier,
         agent=agent,
         on_call=on_call,
+        on_progress=on_progress,
         max_retries=settings.max_retries,
         retry_base_delay=settings.retry_base_delay,
     )

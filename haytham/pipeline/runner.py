@@ -115,10 +115,13 @@ class StageRunner:
         post_validator: PostValidator | None = None,
         *,
         input_validation: bool | None = None,
+        on_progress: Callable[[str, int | None], None] | None = None,
     ) -> None:
         """``input_validation`` (receiving-stage validation, seed 000) defaults to
-        ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``)."""
+        ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``). ``on_progress(row, tokens)`` hears the
+        output tokens of a call while it streams, and ``(row, None)`` when it returns."""
         self.settings = settings
+        self.on_progress = on_progress
         self.models = models
         self.files = files
         self.post_validator = post_validator
@@ -131,8 +134,16 @@ class StageRunner:
     def _record_call(self, stage: str) -> Callable[[ModelCall], None]:
         def sink(call: ModelCall) -> None:
             self.files.append_event("model_call", stage, **call.model_dump(mode="json"))
+            if self.on_progress is not None:
+                self.on_progress(stage, None)
 
         return sink
+
+    def _streaming(self, row: str) -> Callable[[int], None] | None:
+        if self.on_progress is None:
+            return None
+        report = self.on_progress
+        return lambda tokens: report(row, tokens)
 
     def tools_for(self, spec: StageSpec) -> list[Any]:
         """The tools the stage may call that this run has (web search needs a search URL)."""
@@ -161,6 +172,7 @@ class StageRunner:
             tier,
             stage,
             on_call=self._record_call(account_as or stage),
+            on_progress=self._streaming(account_as or stage),
             runtime=self.models,
             output_model=model_cls,
         )
