@@ -61,6 +61,20 @@ def _progress_flags(p: argparse.ArgumentParser, *, json_flag: bool) -> None:
         )
 
 
+def _intake_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--answers",
+        type=Path,
+        help="answers to the intake questions: a UTF-8 file, one answer per line (an empty "
+        "line skips a question) or a JSON list",
+    )
+    p.add_argument(
+        "--skip-intake",
+        action="store_true",
+        help="start at stage 1 without classifying the idea or asking about its gaps",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="haytham",
@@ -87,11 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="approve every gate unattended (ambiguities take their first option)",
     )
     p.add_argument("--appetite", choices=tuple(APPETITES))
+    _intake_flags(p)
     _progress_flags(p, json_flag=True)
     p = add("resume", "continue a session at its next step")
     p.add_argument("session_id")
     p.add_argument("--until", choices=GATE_CHOICES)
     p.add_argument("--auto-approve", action="store_true")
+    _intake_flags(p)
     _progress_flags(p, json_flag=True)
     p = add("status", "where a session stands")
     p.add_argument("session_id")
@@ -274,20 +290,35 @@ def _progressing(
 
 def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     if args.command in ("run", "resume"):
+        answers = read_answers_file(args.answers) if args.answers else None
         if args.command == "run":
             idea = read_idea_file(args.idea_file) if args.idea_file else args.idea
             from haytham.models.providers import check_provider
 
             check_provider(settings)
-            sid = svc.create_session(idea, appetite=args.appetite, session_id=args.session_id)
+            sid = svc.create_session(
+                idea,
+                appetite=args.appetite,
+                session_id=args.session_id,
+                skip_intake=args.skip_intake,
+            )
             args.session_id = sid  # named in the hint if the run fails
             print(f"session: {sid}", file=sys.stderr)
+        elif args.skip_intake and answers is None:
+            answers = []  # a session waiting at intake goes on without answers
         _caveat(settings)
         with _progressing(args, settings, args.session_id):
             outcome = svc.run(
                 args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve
             )
+        outcome = _intake(args, settings, svc, outcome, answers)
         _print_outcome(outcome, args.json)
+        if outcome.status == "waiting_intake":
+            print(
+                f"To go on, put one answer per line in a file and run `haytham resume "
+                f"{outcome.session_id} --answers FILE` (or `--skip-intake` to go on without "
+                "answers)."
+            )
     elif args.command in ("approve", "reject", "rework", "override", "clarify"):
         with _progressing(args, settings, args.session_id):
             outcome = _decide(args, svc)
@@ -314,6 +345,61 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         else:
             sys.stdout.write(terminal_safe(str(text)))
     return 0
+
+
+def read_answers_file(path: Path) -> list[str]:
+    """Answers to the intake questions from a UTF-8 file (one a line, or a JSON list)."""
+    from haytham.intake import parse_answers_text
+
+    try:
+        raw = Path(path).read_bytes()[: 64 * 1024 + 1]
+    except OSError as exc:
+        raise InputError(f"Cannot read {path}: {exc.strerror or exc}.") from None
+    if len(raw) > 64 * 1024:
+        raise InputError(f"{path} is larger than answers can be (64 KiB); shorten it.")
+    try:
+        return parse_answers_text(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text; save it as UTF-8 and try again.") from None
+
+
+def _intake(
+    args: argparse.Namespace,
+    settings: Settings,
+    svc: Any,
+    outcome: Any,
+    answers: list[str] | None,
+) -> Any:
+    """At intake: show the questions (or, for an unrelated text, why and some example ideas);
+    answer them from ``--answers``, or on a terminal by asking; without either, stay there."""
+    if outcome.status not in ("waiting_intake", "unrelated"):
+        if answers and outcome.status != "waiting_intake":
+            print("note: intake asked no questions; --answers was not used.", file=sys.stderr)
+        return outcome
+    intake = svc.status(outcome.session_id).get("intake") or {}
+    out = sys.stderr if args.json else sys.stdout
+    if outcome.status == "unrelated":
+        print(terminal_safe(f"Not a startup idea: {intake.get('explanation', '')}"), file=out)
+        for example in intake.get("examples", []):
+            print(terminal_safe(f"  e.g. {example}"), file=out)
+        print("Start over with a new idea: `haytham run --idea-file FILE`.", file=out)
+        return outcome
+    questions = intake.get("questions", [])
+    if answers is None:
+        why = intake.get("reasoning", "")
+        print(terminal_safe(f"The idea needs a few details first: {why}"), file=out)
+    if answers is None and not args.json and sys.stdin.isatty():
+        answers = []
+        for n, q in enumerate(questions, 1):
+            label = q["dimension"].replace("_", " ")
+            answers.append(input(terminal_safe(f"{n}. ({label}) {q['question']}\n> ")))
+    elif answers is None:
+        for n, q in enumerate(questions, 1):
+            label = q["dimension"].replace("_", " ")
+            print(terminal_safe(f"{n}. ({label}) {q['question']}"), file=out)
+        return outcome
+    with _progressing(args, settings, outcome.session_id):
+        return svc.answer_intake(outcome.session_id, answers)
 
 
 def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
@@ -373,7 +459,18 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         "failed": "failed",
         "stopped": "stopped before finishing; `haytham resume` continues it",
     }.get(st["state"], st["state"])
+    if st["status"] == "waiting_intake":
+        where = "waiting for answers to the intake questions"
     say(f"session {st['session_id']}: {where}")
+    intake = st.get("intake") or {}
+    if st["status"] in ("waiting_intake", "unrelated") and intake.get("reasoning"):
+        say(f"intake: {intake['reasoning']}")
+    for n, q in enumerate(intake.get("questions") or [], 1):
+        answer = f" — answered: {q['answer']}" if q.get("answer") else ""
+        say(f"  {n}. ({q['dimension'].replace('_', ' ')}) {q['question']}{answer}")
+    if st["status"] == "unrelated":
+        say(f"not a startup idea: {intake.get('explanation', '')}")
+        say("example ideas: " + " | ".join(intake.get("examples") or []))
     if st["verdict"]:
         say(f"verdict: {st['verdict']}")
     for slug, row in st["summary"]["stages"].items():

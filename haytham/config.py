@@ -322,6 +322,7 @@ class Settings(BaseSettings):
     retry_base_delay: float = Field(default=1.0, validation_alias="HAYTHAM_RETRY_DELAY")
     request_timeout: float = 120.0
     search_url: str | None = None  # a SearXNG-compatible JSON search endpoint; None = offline
+    intake: OnOff = True  # classify the text and ask about gaps before stage 1 (HAYTHAM_INTAKE)
 
     verify: VerifySettings = VerifySettings()
     validators: ValidatorSettings = ValidatorSettings()

@@ -19,6 +19,8 @@ from haytham.errors import GateError, InputError
 from haytham.export import export
 from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
+from haytham.intake import AGENT as INTAKE_ACTION
+from haytham.intake import IntakeRecord, clean_answers
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
 from haytham.pipeline import actions
@@ -26,7 +28,7 @@ from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
-from haytham.pipeline.state import SessionState
+from haytham.pipeline.state import RunStatus, SessionState
 from haytham.progress import LiveCall, LiveCalls
 from haytham.render import render_stage
 from haytham.revise import (
@@ -110,9 +112,15 @@ class Haytham:
 
     # -- sessions -------------------------------------------------------------------------------
     def create_session(
-        self, idea: str, *, appetite: str | None = None, session_id: str | None = None
+        self,
+        idea: str,
+        *,
+        appetite: str | None = None,
+        session_id: str | None = None,
+        skip_intake: bool = False,
     ) -> str:
-        """Validate everything first; only then create the folder."""
+        """Validate everything first; only then create the folder. ``skip_intake`` (recorded in
+        ``session.json``) starts at stage 1 without classifying the text."""
         text = validate_idea(idea)
         chosen = validate_appetite(appetite)
         sid = validate_session_id(session_id) if session_id else new_session_id(text)
@@ -121,7 +129,8 @@ class Haytham:
             files.write_text("idea.md", text + "\n")
             files.write_json(
                 "session.json",
-                {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1},
+                {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1}
+                | ({"skip_intake": True} if skip_intake else {}),
             )
             files.append_event(
                 "session_created", None, appetite=chosen, provider=self.settings.provider
@@ -166,6 +175,7 @@ class Haytham:
                     idea=source.read_text("idea.md").strip(),
                     appetite=meta.get("appetite"),
                     session_id=files.session_id,
+                    intake=IntakeRecord(status="skipped") if meta.get("skip_intake") else None,
                 ),
                 fork_from=fork_from.session_id if fork_from else None,
                 fork_db=str(fork_from.state_db) if fork_from else None,
@@ -190,6 +200,24 @@ class Haytham:
 
     resume = run
 
+    def classify(self, session_id: str) -> Outcome:
+        """Run a new session's intake step alone (the UI waits for it before starting the run
+        in the background): ``waiting_intake`` or ``unrelated`` when it stops there; anything
+        else means :meth:`run` goes on to stage 1. A session past intake is left as it is."""
+        files = self.store.open(session_id)
+        with files.lock():
+            app = self._app(files)
+            nxt = app.get_next_action()
+            state = SessionState.of(app.state)
+            fresh = nxt is not None and nxt.name in ("start", INTAKE_ACTION)
+            if fresh and state.status is not RunStatus.INTAKE:
+                check_provider(self.settings)
+                with storage_errors(files):
+                    app.run(halt_after=[INTAKE_ACTION])
+                state = SessionState.of(app.state)
+            nxt = app.get_next_action()
+            return Outcome(session_id, state.status, next_action=nxt.name if nxt else None)
+
     def _advance(
         self, files: SessionFiles, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
@@ -200,6 +228,10 @@ class Haytham:
             state = SessionState.of(app.state)
             if nxt is None:
                 return Outcome(files.session_id, state.status, messages=messages)
+            if nxt.name == INTAKE_ACTION and state.status is RunStatus.INTAKE:
+                return Outcome(
+                    files.session_id, state.status, next_action=nxt.name, messages=messages
+                )
             if nxt.name in gates:
                 gate = gates[nxt.name]
                 if not auto_approve or (until is not None and gate >= until):
@@ -217,7 +249,7 @@ class Haytham:
                 messages.append(f"gate {gate} auto-approved")
                 continue
             with storage_errors(files):
-                app.run(halt_before=list(gates), halt_after=["end"])
+                app.run(halt_before=list(gates), halt_after=["end", INTAKE_ACTION])
 
     @staticmethod
     def _auto_commands(state: SessionState, gate: int) -> list[dict[str, Any]]:
@@ -237,6 +269,35 @@ class Haytham:
             commands.append({"kind": "override", "reason": "auto-approve", "auto": True})
         commands.append({"kind": "approve", "note": "auto-approve"})
         return commands
+
+    def answer_intake(
+        self, session_id: str, answers: list[str], *, continue_run: bool = True
+    ) -> Outcome:
+        """The founder's answers to the intake questions (one per question, in order; ``""``
+        or a missing one skips it; none at all skips them all): they become the "Founder's
+        clarifications" section of the idea, and the run goes on to stage 1 (no second
+        classification)."""
+        files = self.store.open(session_id)
+        with files.lock():
+            app = self._app(files)
+            state = SessionState.of(app.state)
+            nxt = app.get_next_action()
+            if state.status is not RunStatus.INTAKE or nxt is None or nxt.name != INTAKE_ACTION:
+                raise InputError(
+                    f"Session {session_id} is not waiting for answers to intake questions "
+                    f"(status: {state.status.value})."
+                )
+            if state.intake is not None and state.intake.answer is not None:  # refuse first
+                clean_answers(list(answers), state.intake.answer.questions)
+            with storage_errors(files):
+                app.step(inputs={"answers": list(answers)})
+            record = SessionState.of(app.state).intake
+            answered = sum(1 for a in (record.answers if record else []) if a)
+            files.append_event("intake_answered", INTAKE_ACTION, answered=answered)
+            if not continue_run:
+                return Outcome(session_id, SessionState.of(app.state).status)
+            check_provider(self.settings)
+            return self._advance(files, app, until=None, auto_approve=False)
 
     def decide(
         self, session_id: str, gate: int, command: dict[str, Any], *, continue_run: bool = True

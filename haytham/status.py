@@ -59,11 +59,37 @@ def standing(status: RunStatus, busy: bool, error: str | None) -> str:
     """One word for where a session stands: running, waiting, failed, done or stopped."""
     if busy:
         return "running"
-    if status.gate is not None:
+    if status.gate is not None or status is RunStatus.INTAKE:
         return "waiting"
     if status.finished:
         return status.value
     return "failed" if error else "stopped"
+
+
+def intake_status(state: SessionState) -> dict[str, Any] | None:
+    """What intake decided: its status, the questions (with the answers once given), or the
+    explanation and example ideas for an unrelated text; ``None`` before it ran."""
+    record = state.intake
+    if record is None:
+        return None
+    answer = record.answer
+    out: dict[str, Any] = {"status": record.status}
+    if answer is not None:
+        out |= {
+            "classification": answer.classification,
+            "reasoning": answer.reasoning,
+            "questions": [
+                {
+                    "dimension": q.dimension,
+                    "question": q.question,
+                    "answer": record.answers[i] if i < len(record.answers) else None,
+                }
+                for i, q in enumerate(answer.questions)
+            ],
+            "explanation": answer.explanation,
+            "examples": answer.examples,
+        }
+    return out
 
 
 def session_status(files: SessionFiles, state: SessionState) -> dict[str, Any]:
@@ -89,6 +115,7 @@ def session_status(files: SessionFiles, state: SessionState) -> dict[str, Any]:
         "ungrounded": [],  # invariants whose source quote is not in the idea
         "stale": [],  # stages that ran with an anchor value the reviewer has since changed
         "blocking": [],
+        "intake": intake_status(state),
         "overrides": [
             {"gate": n, **o.model_dump(mode="json")}
             for n, g in sorted(state.gates.items())

@@ -63,6 +63,7 @@ def served(tmp_path: Path, cassette: Path = CASSETTE, **env: str) -> Iterator[st
         "HAYTHAM_CASSETTE": str(cassette),
         "HAYTHAM_SESSIONS_DIR": str(tmp_path / "sessions"),
         "HAYTHAM_RETRY_DELAY": "0",
+        "HAYTHAM_INTAKE": "off",  # the recorded cassettes have no intake turn
         **env,
     }
     streamlit = Path(sys.executable).parent / "streamlit"

@@ -26,9 +26,10 @@ def replay_settings(
 ) -> Settings:
     """Replay settings isolated from the machine: only ``env`` (variables by their documented
     names, e.g. ``{"HAYTHAM_VERIFY_WHAT": "off"}``) is read; embeddings are off unless ``env``
-    turns them on (each run would load the model), like the suite-wide default in conftest."""
+    turns them on (each run would load the model), like the suite-wide default in conftest; intake
+    is off too (the recorded cassettes have no intake turn) unless ``env`` turns it on."""
     return load_settings(
-        env={"HAYTHAM_EMBEDDINGS": "off", **(env or {})},
+        env={"HAYTHAM_EMBEDDINGS": "off", "HAYTHAM_INTAKE": "off", **(env or {})},
         dotenv=None,
         provider="replay",
         cassette=cassette,

@@ -42,7 +42,7 @@ def _touched(fn) -> tuple[set[str], set[str]]:
 
 
 def test_each_action_touches_only_the_fields_it_declares() -> None:
-    fns = [actions.start, actions.run_stage, actions.extract_anchor]
+    fns = [actions.start, actions.intake, actions.run_stage, actions.extract_anchor]
     fns += [actions.verify_phase, actions.gate, actions.end]
     for fn in fns:
         declared_reads, declared_writes = _declared(fn)

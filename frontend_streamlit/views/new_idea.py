@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 from components.context import backend, go, select_session, settings, show_error
+from components.intake_form import intake_panel, stops_at_intake
 from components.progress import STAGE_COUNT
 from components.safe_text import code
 
@@ -135,5 +136,7 @@ if st.button(
         show_error(exc)
     else:
         select_session(sid)
-        b.worker.run(sid)
-        go("run", sid)
+        if not stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: below
+            b.worker.run(sid)
+            go("run", sid)
+intake_panel(b, idea_key=IDEA_KEY)

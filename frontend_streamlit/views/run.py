@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 from components.context import attempt, backend, go, require_session, settings, show_flash
+from components.intake_form import STOPPED, intake_panel
 from components.notice import model_quality_notice
 from components.progress import (
     STAGE_COUNT,
@@ -141,7 +142,9 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
             )
         return
     gate = status.get("gate")
-    if gate:
+    if status["status"] in STOPPED:  # intake asks its questions, or found no idea
+        intake_panel(b, sid)
+    elif gate:
         st.success(f"Waiting at **Gate {gate}**: {GATE_HINT[gate]}.", icon=":material/how_to_reg:")
         if gate == 1 and status.get("open_ambiguities"):
             st.warning(

@@ -12,11 +12,19 @@ from typing import Any
 
 from burr.core import action
 
+from haytham.intake import AGENT as INTAKE_ACTION
+from haytham.intake import (
+    IntakeRecord,
+    clarifications,
+    classify,
+    clean_answers,
+    with_clarifications,
+)
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
-from haytham.stages import Phase, StageSpec
+from haytham.stages import STAGES, Phase, StageSpec
 from haytham.store import now
 from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
 from haytham.verify.rework import ReworkDecision, decide
@@ -33,6 +41,37 @@ WORK = ["idea", "appetite", "anchor", "anchor_text", "outputs", "stage_meta", "v
 @action.pydantic(reads=[], writes=["status", "route"])
 def start(state: SessionState) -> SessionState:
     return state.model_copy(update={"status": RunStatus.RUNNING, "route": None})
+
+
+@action.pydantic(reads=["idea", "intake"], writes=["idea", "intake", "route", "status"])
+def intake(
+    state: SessionState, runner: StageRunner | None, answers: list[str] | None = None
+) -> SessionState:
+    """Classify the founder's text once (see :mod:`haytham.intake`); wait for answers to the
+    questions (``answers`` input: one per question, ``""`` skips one) or end an unrelated text.
+    A decided or skipped intake passes straight on to stage 1."""
+    record = state.intake
+    idea = state.idea
+    if record is None and (runner is None or not runner.settings.intake):
+        record = IntakeRecord(status="skipped")
+    elif record is None:
+        answer = classify(runner, idea)
+        status = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
+        record = IntakeRecord(status=status[answer.classification], answer=answer)
+    elif record.status == "waiting" and answers is not None and record.answer is not None:
+        questions = record.answer.questions
+        given = clean_answers(answers, questions)
+        idea = with_clarifications(idea, clarifications(questions, given))
+        record = IntakeRecord(status="answered", answer=record.answer, answers=given)
+    if record.proceeds:
+        route, status = STAGES[0].action, RunStatus.RUNNING
+    elif record.status == "unrelated":
+        route, status = "end", RunStatus.UNRELATED
+    else:  # waiting for the founder's answers
+        route, status = INTAKE_ACTION, RunStatus.INTAKE
+    return state.model_copy(
+        update={"idea": idea, "intake": record, "route": route, "status": status}
+    )
 
 
 @action.pydantic(
@@ -176,5 +215,6 @@ def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
 
 @action.pydantic(reads=["status"], writes=["status"])
 def end(state: SessionState) -> SessionState:
-    done = RunStatus.REJECTED if state.status == RunStatus.REJECTED else RunStatus.DONE
+    kept = (RunStatus.REJECTED, RunStatus.UNRELATED)
+    done = state.status if state.status in kept else RunStatus.DONE
     return state.model_copy(update={"status": done})

@@ -1,6 +1,6 @@
 """The pipeline graph, in one screen.
 
-    start → idea_analysis → anchor_extraction → market_context → risk_assessment
+    start → intake → idea_analysis → anchor_extraction → market_context → risk_assessment
           → validation_summary → verify_why → gate_1
     gate_1 → mvp_scope → capability_model → verify_what → gate_2
     gate_2 → system_traits → build_buy_analysis → architecture_decisions → verify_how → gate_3
@@ -9,7 +9,9 @@
 A verifier may route back to a stage of its phase (automatic rework); a gate routes on the
 reviewer's command: forward on approve, back to a stage of its phase on rework, to ``end`` on
 reject (or after Gate 4), and to itself for anything else (clarify, override, edit).
-Gates are halt points: the decision comes in as the gate action's ``command`` input.
+Gates are halt points: the decision comes in as the gate action's ``command`` input. Intake
+(:mod:`haytham.intake`) is one too while it waits for the founder's ``answers``; it ends an
+unrelated text at ``end``.
 """
 
 from __future__ import annotations
@@ -85,7 +87,10 @@ def _phase_edges(phase: Phase) -> list[tuple]:
 
 def edges() -> list[tuple]:
     """Every transition of the graph (see the module docstring)."""
-    return [("start", STAGES[0].action)] + [e for p in Phase for e in _phase_edges(p)]
+    intake = [
+        (a.INTAKE_ACTION, t, when(route=t)) for t in (STAGES[0].action, a.INTAKE_ACTION, "end")
+    ]
+    return [("start", a.INTAKE_ACTION), *intake] + [e for p in Phase for e in _phase_edges(p)]
 
 
 def pipeline_graph(runner: StageRunner | None = None, verifier: a.Verifier | None = None) -> Graph:
@@ -94,6 +99,7 @@ def pipeline_graph(runner: StageRunner | None = None, verifier: a.Verifier | Non
     bound = {"runner": runner}
     actions = {
         "start": a.start,
+        a.INTAKE_ACTION: a.intake.bind(**bound),
         ANCHOR_ACTION: a.extract_anchor.bind(**bound),
         **{s.action: a.run_stage.bind(spec=s, **bound) for s in STAGES},
         **{verify_name(p): a.verify_phase.bind(phase=p, verifier=verifier) for p in Phase},

@@ -20,6 +20,7 @@ from burr.core import State
 from burr.core.state import register_field_serde
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, TypeAdapter
 
+from haytham.intake import IntakeRecord
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
@@ -39,6 +40,8 @@ class RunStatus(StrEnum):
     GATE_4 = "waiting_gate_4"
     DONE = "done"
     REJECTED = "rejected"
+    INTAKE = "waiting_intake"  # the founder's answers to the intake questions
+    UNRELATED = "unrelated"  # intake found no startup idea in the text: the session ends
 
     @classmethod
     def waiting(cls, gate: int) -> RunStatus:
@@ -51,7 +54,7 @@ class RunStatus(StrEnum):
 
     @property
     def finished(self) -> bool:
-        return self in (RunStatus.DONE, RunStatus.REJECTED)
+        return self in (RunStatus.DONE, RunStatus.REJECTED, RunStatus.UNRELATED)
 
 
 class StageMeta(BaseModel):
@@ -120,6 +123,7 @@ class SessionState(BaseModel):
     review_log: list[LoggedReview] = Field(default_factory=list)
     rework: dict[str, ReworkTracker] = Field(default_factory=dict)
     revisions: list[Revision] = Field(default_factory=list)  # applied change requests
+    intake: IntakeRecord | None = None  # the intake's classification, questions and answers
 
     @classmethod
     def of(cls, data: SessionState | State | Mapping[str, Any]) -> SessionState:

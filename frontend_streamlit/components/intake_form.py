@@ -1,0 +1,89 @@
+"""Intake in the UI (issue 17): after Start, the text is classified while the page waits; a thin
+idea gets its questions as a form (answer each, skip them, or start over), an unrelated text the
+explanation and a few example ideas. Answered or skipped, the run goes on in the background."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from components.context import attempt, go
+from components.safe_text import md
+
+PENDING = "intake_session"  # the new session whose intake stopped, on the New idea page
+STOPPED = ("waiting_intake", "unrelated")
+
+
+def stops_at_intake(b: Any, sid: str) -> bool:
+    """Classify a new session's text (a spinner meanwhile). ``True`` when the run stops at
+    intake (the page then shows :func:`intake_panel`); ``False`` when it may go on."""
+    if not b.service.settings.intake:
+        return False
+    with st.spinner("Reading your idea…"):
+        outcome = attempt(lambda: b.service.classify(sid))
+    if outcome is not None and outcome.status in STOPPED:
+        st.session_state[PENDING] = sid
+        return True
+    return False
+
+
+def _start_over(idea_key: str | None, text: str = "") -> None:
+    st.session_state.pop(PENDING, None)
+    if idea_key:
+        st.session_state[idea_key] = text
+
+
+def intake_panel(b: Any, sid: str | None = None, idea_key: str | None = None) -> None:
+    """The questions of ``sid`` (default: the New idea page's pending session) as a form, or
+    why its text is not an idea; nothing once the session is past intake."""
+    sid = sid or st.session_state.get(PENDING)
+    if not sid:
+        return
+    status = attempt(lambda: b.service.status(sid))
+    if status is None or status["status"] not in STOPPED:
+        return
+    intake = status.get("intake") or {}
+    if status["status"] == "unrelated":
+        with st.container(border=True):
+            st.subheader("This doesn't read as a startup idea")
+            st.markdown(md(intake.get("explanation") or ""))
+            st.markdown("**Some ideas to start from:**")
+            for n, example in enumerate(intake.get("examples") or []):
+                st.markdown(f"- {md(example)}")
+                if idea_key:
+                    st.button(
+                        "Use this idea",
+                        key=f"intake_example_{n}",
+                        on_click=_start_over,
+                        args=(idea_key, example),
+                    )
+            st.button("Start over", key="intake_start_over", on_click=_start_over, args=(idea_key,))
+        return
+    with st.form(f"intake_form_{sid}"):
+        st.subheader("A few questions before the analysis starts")
+        if intake.get("reasoning"):
+            st.caption(md(intake["reasoning"]))
+        answers = [
+            st.text_input(
+                f"{n}. {md(q['question'])}",
+                key=f"intake_answer_{sid}_{n}",
+                help=f"Lean Canvas: {q['dimension'].replace('_', ' ')}. Leave it empty to skip it.",
+            )
+            for n, q in enumerate(intake.get("questions") or [], 1)
+        ]
+        st.caption(
+            "Your answers are added to the idea as “Founder's clarifications”; every stage "
+            "reads them."
+        )
+        c1, c2 = st.columns(2)
+        answer = c1.form_submit_button("Answer and continue", type="primary")
+        skip = c2.form_submit_button("Skip the questions")
+    st.button("Start over", key="intake_start_over", on_click=_start_over, args=(idea_key,))
+    if answer or skip:
+        given = [] if skip else [a or "" for a in answers]
+        job = attempt(
+            lambda: b.worker.submit(sid, "answers", lambda: b.service.answer_intake(sid, given))
+        )
+        if job is not None:
+            st.session_state.pop(PENDING, None)
+            go("run", sid)
