@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from haytham.errors import CassetteMiss, HaythamError, SessionLocked
 from haytham.progress import Estimate, session_provider, stage_estimates
+from haytham.revise import Proposal
 from haytham.service import Haytham, Outcome
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 
@@ -143,6 +144,15 @@ class RunWorker:
     def run(self, session_id: str, label: str = "run") -> Job:
         """Run (or resume) ``session_id`` until the next gate, the end, or an error."""
         return self.submit(session_id, label, lambda: self.service.run(session_id))
+
+    def revise(self, session_id: str, proposal: Proposal) -> Job:
+        """Apply an accepted change request (:meth:`Haytham.apply_change`: the revised output
+        and the revision on the record, refused at once if it can't be applied) and re-run
+        every later stage in the background, through the verifiers, to the next gate."""
+        if self.is_running(session_id):
+            raise SessionLocked(f"Session {session_id} is running; wait for it to stop.")
+        self.service.apply_change(session_id, proposal, continue_run=False)
+        return self.run(session_id, f"change request to {proposal.stage}")
 
     def fork(self, session_id: str, slug: str) -> str:
         """Fork ``session_id`` from ``slug`` (:meth:`Haytham.fork`) and start the fork's run."""

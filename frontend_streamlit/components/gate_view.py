@@ -20,6 +20,7 @@ from typing import Any
 
 import streamlit as st
 from components.anchor_review import anchor_details, render_anchor
+from components.change_request import render_change_requests
 from components.context import (
     Backend,
     attempt,
@@ -96,6 +97,7 @@ def render_gate(gate: int) -> None:
     found = render_panel(b, sid, gate, state, editable)
     render_history(b, sid, gate)  # below the decisions still to make
     _details(b, sid, phase, state, editable)
+    render_change_requests(b, sid, phase, state, busy)  # after Gate 1: revise a stage's output
     if editable:
         action_bar(b, sid, gate, phase, open_count(found))
 

@@ -30,6 +30,7 @@ def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
         disabled=data is None,
         key=f"download_{fmt}",
         icon=":material/picture_as_pdf:",
+        on_click="ignore",  # no rerun: the PDF is not built again, the file stays served
         help=None if ready else f"Available once {needs.title.lower()} has run.",
     )
 
@@ -67,4 +68,5 @@ def competitor_map(sid: str, state: SessionState) -> None:
         mime="text/csv",
         key="download_competitors",
         icon=":material/download:",
+        on_click="ignore",
     )
