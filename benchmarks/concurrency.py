@@ -146,7 +146,7 @@ def run(sessions_dir: Path, n_sessions: int = 20, workers: int = 20) -> Report:
         sid = f"bench-{n:03d}"
         began = time.perf_counter()
         try:
-            svc.create_session(idea_for(n), session_id=sid)
+            svc.create_session(idea_for(n), session_id=sid, skip_intake=True)
             out = svc.run(sid, auto_approve=True)
             if out.status != "done":
                 errors[sid] = f"ended {out.status}"

@@ -70,7 +70,7 @@ def run_one(idea: Path, haytham: Path, timeout: float) -> RunReport:
     with tempfile.TemporaryDirectory(prefix="haytham-e2e-") as scratch:
         sessions = Path(scratch) / "sessions"
         command = [str(haytham), "run", "--idea-file", str(idea), "--provider", "local"]
-        command += ["--auto-approve", "--sessions-dir", str(sessions)]
+        command += ["--auto-approve", "--skip-intake", "--sessions-dir", str(sessions)]
         began = time.perf_counter()
         try:
             done = subprocess.run(

@@ -94,7 +94,7 @@ def one_run(sessions: Path, latency: float) -> dict:
         )
         started = time.perf_counter()
         with Timed() as embedding, make_service(settings) as svc:
-            sid = svc.create_session(IDEA)
+            sid = svc.create_session(IDEA, skip_intake=True)
             outcome = svc.run(sid, auto_approve=True)
         wall = time.perf_counter() - started
     finally:

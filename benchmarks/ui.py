@@ -73,7 +73,7 @@ def build_session(sessions: Path) -> None:
     from haytham.config import load_settings
 
     with make_service(load_settings(dotenv=None), tracking=False) as svc:
-        svc.create_session(IDEA.read_text("utf-8"), session_id=SID)
+        svc.create_session(IDEA.read_text("utf-8"), session_id=SID, skip_intake=True)
         outcome = svc.run(SID, auto_approve=True)
     if outcome.status != "done":
         raise SystemExit(f"the benchmark session did not finish: {outcome.status}")

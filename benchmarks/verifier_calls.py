@@ -60,7 +60,7 @@ def run(input_validation: bool) -> Counter[str]:
             sessions_dir=Path(tmp) / "sessions",
         )
         with make_service(settings, tracking=False) as svc:
-            sid = svc.create_session(IDEA, session_id="bench")
+            sid = svc.create_session(IDEA, session_id="bench", skip_intake=True)
             outcome = svc.run(sid, auto_approve=True)
             if outcome.status != "done":
                 raise SystemExit(f"the run ended {outcome.status}, not done")

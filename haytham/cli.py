@@ -317,7 +317,8 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
             print(
                 f"To go on, put one answer per line in a file and run `haytham resume "
                 f"{outcome.session_id} --answers FILE` (or `--skip-intake` to go on without "
-                "answers)."
+                "answers).",
+                file=sys.stderr if args.json else sys.stdout,
             )
     elif args.command in ("approve", "reject", "rework", "override", "clarify"):
         with _progressing(args, settings, args.session_id):

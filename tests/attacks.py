@@ -707,7 +707,12 @@ def quiet_environment() -> Iterator[None]:
         if name.startswith("HAYTHAM_") or name.endswith(("_API_KEY", "_TOKEN")):
             del os.environ[name]
     os.environ.update(
-        {"HAYTHAM_EMBEDDINGS": "off", "HAYTHAM_RETRY_DELAY": "0", "HAYTHAM_MAX_RETRIES": "0"}
+        {
+            "HAYTHAM_EMBEDDINGS": "off",
+            "HAYTHAM_INTAKE": "off",  # the cassette has no intake turn
+            "HAYTHAM_RETRY_DELAY": "0",
+            "HAYTHAM_MAX_RETRIES": "0",
+        }
     )
     try:
         yield

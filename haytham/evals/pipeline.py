@@ -159,7 +159,7 @@ def run_idea(
         run.status, run.error = "skipped", why
         return run
     try:
-        svc.create_session(idea_text, session_id=session_id)
+        svc.create_session(idea_text, session_id=session_id, skip_intake=True)
     except HaythamError as exc:
         run.status, run.error = "failed", str(exc)
         return run
