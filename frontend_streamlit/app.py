@@ -26,6 +26,7 @@ pages = {
         st.Page("views/new_idea.py", title="New idea", icon=":material/lightbulb:", default=True),
         st.Page("views/run.py", title="Run", icon=":material/play_circle:"),
         st.Page("views/sessions.py", title="Sessions", icon=":material/folder_open:"),
+        st.Page("views/providers.py", title="Model provider", icon=":material/tune:"),
     ],
     "Decision gates": [
         st.Page("views/gate_1.py", title="Gate 1 · WHY", icon=":material/looks_one:"),

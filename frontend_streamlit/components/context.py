@@ -3,17 +3,24 @@
 The service and its worker are cached per settings with ``st.cache_resource`` (one per server
 process, shared by all tabs). The selected session lives in the URL (``?session=<id>``) and in
 ``st.session_state`` — both per browser tab — never in a module global, so tabs don't mix.
+
+A provider chosen on the Model provider page (``views/providers.py``) is a :class:`Settings`
+held in this browser session's ``st.session_state`` (its key a ``SecretStr``, in memory only):
+the sessions this browser session starts afterwards run on it (:func:`new_session_backend`,
+:func:`started`), every other session on the settings it was started with.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
 from components.safe_text import md, no_paths
@@ -36,6 +43,9 @@ PAGES = {
 }
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from haytham.app import PostValidation
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -45,22 +55,42 @@ class Backend:
     worker: RunWorker
 
 
+CHOSEN_KEY = "provider_choice"  # the Settings chosen on the Model provider page (this session)
+STARTED_KEY = "provider_started"  # session id -> the Settings it was started with (this session)
+_PEPPER = secrets.token_bytes(32)  # per process: a cache key's digest names no key outside it
+
+
+@st.cache_resource(show_spinner=False)
+def _validation(key: str) -> PostValidation:
+    """One post-validation (and its embedding model) per validator settings, shared by every
+    service of this process."""
+    from haytham.app import PostValidation
+    from haytham.config import ValidatorSettings
+
+    return PostValidation(ValidatorSettings.model_validate_json(key))
+
+
 @st.cache_resource(show_spinner=False)
 def _backend(key: str, _settings: Settings | None = None) -> Backend:
-    """Cached per ``key``: the settings' JSON (which holds no credentials), plus a digest of the
-    credentials when there are any. ``_settings`` (not hashed) is the object itself, credentials
-    included; without it the JSON is the settings."""
+    """Cached per ``key``: the settings' JSON (which holds no credentials), plus a keyed digest
+    of the credentials when there are any. ``_settings`` (not hashed) is the object itself,
+    credentials included; without it the JSON is the settings."""
     from haytham.app import make_service  # what is installed: validators, verifiers
 
     given = _settings if _settings is not None else Settings.model_validate_json(key)
-    service = make_service(given)
+    validation = _validation(given.validators.model_dump_json())
+    service = make_service(given, validation=validation)
     return Backend(service, RunWorker(service))
 
 
 def _cache_key(current: Settings) -> str:
-    """The settings' JSON, and a digest of the credentials if any (a changed key rebuilds)."""
+    """The settings' JSON, and a digest of the credentials if any (a changed key rebuilds; two
+    keys never share a service). The digest is an HMAC under a random per-process secret, so
+    the cache key names no key in clear and cannot confirm a guessed one."""
     held = sorted(current.credentials().items())
-    digest = hashlib.sha256(json.dumps(held).encode()).hexdigest() if held else ""
+    digest = (
+        hmac.new(_PEPPER, json.dumps(held).encode(), hashlib.sha256).hexdigest() if held else ""
+    )
     return current.model_dump_json() + (f"\n{digest}" if digest else "")
 
 
@@ -70,9 +100,31 @@ def settings() -> Settings:
 
 
 def backend() -> Backend:
-    """The cached service and worker for the current settings; stops the page on bad settings."""
+    """The cached service and worker for the selected session: the settings this browser
+    session started it with (a provider chosen on the Model provider page), else the server's
+    settings. Stops the page on bad settings."""
+    sid = st.query_params.get(SESSION_PARAM) or st.session_state.get(SESSION_KEY)
+    chosen = st.session_state.get(STARTED_KEY, {}).get(sid) if sid else None
+    return _backend_for(chosen)
+
+
+def new_session_backend() -> Backend:
+    """The service new sessions from this browser session start on: the provider chosen on the
+    Model provider page, else the server's settings."""
+    return _backend_for(st.session_state.get(CHOSEN_KEY))
+
+
+def started(session_id: str) -> None:
+    """Note that this browser session started ``session_id`` on :func:`new_session_backend`:
+    its pages then use that provider for it, whatever is chosen later."""
+    chosen = st.session_state.get(CHOSEN_KEY)
+    if chosen is not None:
+        st.session_state.setdefault(STARTED_KEY, {})[session_id] = chosen
+
+
+def _backend_for(chosen: Settings | None) -> Backend:
     try:
-        current = settings()
+        current = chosen if isinstance(chosen, Settings) else settings()
     except HaythamError as exc:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
-from components.context import backend, go, select_session, settings, show_error
+from components.context import go, new_session_backend, select_session, show_error, started
 from components.intake_form import intake_panel, stops_at_intake
 from components.progress import STAGE_COUNT
 from components.safe_text import code
@@ -32,8 +32,8 @@ def _use_example(text: str) -> None:
     st.session_state[IDEA_KEY] = text
 
 
-b = backend()
-conf = settings()
+b = new_session_backend()  # the provider chosen on the Model provider page, if any
+conf = b.service.settings
 st.title("New idea")
 st.caption(
     "Describe the idea in your own words. Haytham turns it into a validated spec through "
@@ -44,6 +44,9 @@ with st.container(border=True):
     st.markdown(
         f"**Provider:** {code(conf.provider)} · **models:** light {code(conf.model_id('light'))}, "
         f"heavy {code(conf.model_id('heavy'))}, reasoning {code(conf.model_id('reasoning'))}"
+    )
+    st.page_link(
+        "views/providers.py", label="Choose the provider and models", icon=":material/tune:"
     )
     if conf.provider == "local":
         st.warning(LOCAL_MODEL_CAVEAT, icon=":material/warning:")
@@ -135,6 +138,7 @@ if st.button(
     except Exception as exc:  # InputError: the message says what to change; nothing was created
         show_error(exc)
     else:
+        started(sid)
         select_session(sid)
         if not stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: below
             b.worker.run(sid)

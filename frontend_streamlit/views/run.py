@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, require_session, settings, show_flash
+from components.context import attempt, backend, go, require_session, show_flash
 from components.intake_form import STOPPED, intake_panel
 from components.notice import model_quality_notice
 from components.progress import (
@@ -121,7 +121,7 @@ def _next_step(status: dict[str, Any], job: Job | None) -> None:
         shown = replay_miss_text(error) or no_paths(error)
         st.error(f"The run stopped: {md(shown)}", icon=":material/error:")
         # a replay that missed stops at the same step again unless the cassette changed
-        agent = _agent_of(status) if settings().provider == "replay" else None
+        agent = _agent_of(status) if b.service.settings.provider == "replay" else None
         fit = b.worker.replay_fit(b.service.load_state(sid).idea, agent) if agent else None
         blocked = fit is not None and not fit.ok
         if st.button(
