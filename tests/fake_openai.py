@@ -16,17 +16,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeOpenAI:
     url: str
     authorizations: list[str] = field(default_factory=list)
+    bodies: list[dict] = field(default_factory=list)  # the JSON requests
 
 
 @contextlib.contextmanager
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A server answering ``POST …/chat/completions`` with a 401 that quotes the key."""
     seen: list[str] = []
+    bodies: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 — the http.server API
             length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+            bodies.append(json.loads(self.rfile.read(length) or b"{}"))
             auth = self.headers.get("Authorization", "")
             seen.append(auth)
             key = auth.removeprefix("Bearer ")
@@ -52,7 +54,7 @@ def fake_openai() -> Iterator[FakeOpenAI]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield FakeOpenAI(f"http://127.0.0.1:{server.server_address[1]}/v1", seen)
+        yield FakeOpenAI(f"http://127.0.0.1:{server.server_address[1]}/v1", seen, bodies)
     finally:
         server.shutdown()
         server.server_close()

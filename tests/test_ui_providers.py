@@ -104,6 +104,8 @@ def test_a_failed_connection_is_the_providers_error_in_one_redacted_sentence(
         at.text_input(key="provider_key_openai").input(TYPED_KEY)
         at.button(key="provider_test").click().run()
         assert server.authorizations == [f"Bearer {TYPED_KEY}"]  # the typed key was used
+        [body] = server.bodies  # one call, to the heavy model, capped at one token
+        assert body["model"] == "gpt-5.1" and body["max_tokens"] == 1
     assert not at.exception
     [error] = at.error
     text = plain(error.value)
