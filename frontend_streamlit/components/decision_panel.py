@@ -344,18 +344,7 @@ def _item_actions(b: Backend, sid: str, gate: int, item: Item) -> None:
             f"Overridden: {md(item.title)}. Your reason is logged at this gate.",
         )
     if rework:
-        if not reason:
-            st.error(
-                "Rework needs feedback: say what the stage must change.", icon=":material/error:"
-            )
-            return
-        decide(
-            b,
-            sid,
-            gate,
-            {"kind": "rework", "stage": item.stage, "feedback": reason},
-            f"Sent {md(stage)} back for rework.",
-        )
+        send_back(b, sid, gate, item.stage, reason, md(stage))
 
 
 def _apply(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str) -> None:
@@ -432,15 +421,20 @@ def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
     )
     feedback = st.text_area("Feedback: what must change", key=f"rework_feedback_{gate}")
     if st.button("Send back for rework", key=f"rework_{gate}"):
-        if not (feedback or "").strip():
-            st.error(
-                "Rework needs feedback: say what the stage must change.", icon=":material/error:"
-            )
-            return
-        decide(
-            b,
-            sid,
-            gate,
-            {"kind": "rework", "stage": stage, "feedback": feedback},
-            f"Sent {label(specs[stage])} back for rework.",
-        )
+        send_back(b, sid, gate, stage, feedback, label(specs[stage]))
+
+
+def send_back(
+    b: Backend, sid: str, gate: int, stage: str | None, feedback: str, shown: str
+) -> None:
+    """Request rework of ``stage`` with the reviewer's feedback (refused, with why, if empty)."""
+    if not (feedback or "").strip():
+        st.error("Rework needs feedback: say what the stage must change.", icon=":material/error:")
+        return
+    decide(
+        b,
+        sid,
+        gate,
+        {"kind": "rework", "stage": stage, "feedback": feedback},
+        f"Sent {shown} back for rework.",
+    )
