@@ -282,3 +282,13 @@ def test_estimate_tokens_and_context_window() -> None:
         "sys",
     )
     assert text == 'sys\nhi\n{"a": 1}'
+
+
+def test_a_failure_sentence_has_one_full_stop_and_no_retry_hint_without_retries() -> None:
+    calls: list[ModelCall] = []
+    model = accounted(FaultyModel([TimeoutError("the server timed out.")]), calls, max_retries=0)
+    with pytest.raises(ProviderError) as caught:
+        run_agent(model)
+    text = str(caught.value)
+    assert text.endswith("timed out; try again later.") and ".;" not in text
+    assert "HAYTHAM_MAX_RETRIES" not in text

@@ -229,7 +229,7 @@ class AccountedModel(DelegatingModel):
     def _failure_message(
         self, error: Exception, reason: str, attempts: int, retryable: bool
     ) -> str:
-        detail = redact(" ".join(str(error).split()))[:200] or type(error).__name__
+        detail = redact(" ".join(str(error).split()))[:200].rstrip(" .;") or type(error).__name__
         sentence = (
             f"The {self.provider} model {self.model_id} (agent {self.agent}) failed after "
             f"{attempts} attempt{'s' if attempts != 1 else ''}: {reason}: {detail}"
@@ -237,7 +237,9 @@ class AccountedModel(DelegatingModel):
         if reason.startswith("credentials rejected") and self.provider in CREDENTIAL_HINTS:
             sentence += f"; {CREDENTIAL_HINTS[self.provider]}"
         elif retryable:
-            sentence += "; try again later or raise HAYTHAM_MAX_RETRIES"
+            sentence += "; try again later" + (
+                " or raise HAYTHAM_MAX_RETRIES" if self.max_retries else ""
+            )
         return sentence + "."
 
     def _report(
