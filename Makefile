@@ -32,12 +32,18 @@ $(VENV)/.local: $(VENV)/.base
 setup: $(VENV)/.base
 setup-local: $(VENV)/.local
 
-# Debian's Chromium for the real-browser test (never a downloaded browser).
+# Debian's Chromium for the real-browser tests (never a downloaded browser) and poppler-utils
+# (pdftotext, pdftoppm) for the PDF report tests; each is skipped, with why, where it is missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian chromium for the browser test"; \
+	  echo "installing Debian chromium for the browser tests"; \
 	  (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	  || echo "could not install chromium; the browser test will be skipped"; }
+	  || echo "could not install chromium; the browser tests will be skipped"; }
+	@command -v pdftoppm >/dev/null 2>&1 || { \
+	  echo "installing Debian poppler-utils for the PDF report tests"; \
+	  (apt-get install -y -qq poppler-utils >/dev/null \
+	   || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)) \
+	  || echo "could not install poppler-utils; the PDF report tests will be skipped"; }
 
 run: $(VENV)/.local
 	@echo "Haytham on http://localhost:$(PORT) (local model: for trying the flow offline only)"
