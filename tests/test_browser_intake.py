@@ -49,6 +49,26 @@ def test_an_off_topic_text_stops_with_example_ideas(tmp_path: Path) -> None:
     assert len(sessions) == 1 and not (sessions[0] / "stages").exists()  # nothing ran
 
 
+def test_a_misread_idea_can_be_analysed_anyway(tmp_path: Path) -> None:
+    """A weak model calls a real idea unrelated: the founder overrides it in one click."""
+    from browser_helpers import IDEA
+    from playwright.sync_api import expect
+
+    cassette = _cassette(tmp_path, UNRELATED)
+    with (
+        served(tmp_path, cassette, HAYTHAM_INTAKE="on") as server,
+        browser_page(tmp_path) as page,
+    ):
+        _start(page, server, IDEA)
+        expect(page.get_by_text("This doesn't read as a startup idea")).to_be_visible()
+        page.get_by_role("button", name="It is an idea: analyse it anyway").click()
+        expect(page.get_by_role("heading", name="Run")).to_be_visible()
+        expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
+    made = sorted(p for p in (tmp_path / "sessions").iterdir() if p.name[0] != "_")
+    assert len(made) == 2  # the stopped session stays; the new one skipped intake and ran
+    assert sum((p / "stages").exists() for p in made) == 1
+
+
 def test_a_thin_idea_is_answered_through_the_form(tmp_path: Path) -> None:
     from playwright.sync_api import expect
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, go
+from components.context import attempt, go, select_session, started
 from components.safe_text import md
 
 PENDING = "intake_session"  # the new session whose intake stopped, on the New idea page
@@ -25,6 +25,24 @@ def stops_at_intake(b: Any, sid: str) -> bool:
         st.session_state[PENDING] = sid
         return True
     return False
+
+
+def _analyse_anyway(b: Any, sid: str) -> None:
+    """The founder overrides an "unrelated" reading: the same text in a new session that skips
+    intake (the stopped session stays as it ended), run in the background."""
+    state = attempt(lambda: b.service.load_state(sid))
+    if state is None:
+        return
+    new = attempt(
+        lambda: b.service.create_session(state.idea, appetite=state.appetite, skip_intake=True)
+    )
+    if new is None:
+        return
+    st.session_state.pop(PENDING, None)
+    started(new)
+    select_session(new)
+    b.worker.run(new)
+    go("run", new)
 
 
 def _start_over(idea_key: str | None, text: str = "") -> None:
@@ -58,6 +76,12 @@ def intake_panel(b: Any, sid: str | None = None, idea_key: str | None = None) ->
                         args=(idea_key, example),
                     )
             st.button("Start over", key="intake_start_over", on_click=_start_over, args=(idea_key,))
+            st.caption(
+                "A weak model can misread a real idea. If yours is one, analyse it anyway: a "
+                "new session of the same text, without this step."
+            )
+            if st.button("It is an idea: analyse it anyway", key="intake_analyse_anyway"):
+                _analyse_anyway(b, sid)
         return
     with st.form(f"intake_form_{sid}"):
         st.subheader("A few questions before the analysis starts")
