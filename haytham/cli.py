@@ -383,7 +383,11 @@ def _intake(
         print(terminal_safe(f"Not a startup idea: {intake.get('explanation', '')}"), file=out)
         for example in intake.get("examples", []):
             print(terminal_safe(f"  e.g. {example}"), file=out)
-        print("Start over with a new idea: `haytham run --idea-file FILE`.", file=out)
+        print(
+            "Start over with a new idea: `haytham run --idea-file FILE`; if this one is an "
+            "idea the model misread, run it again with `--skip-intake`.",
+            file=out,
+        )
         return outcome
     questions = intake.get("questions", [])
     if answers is None:
