@@ -7,6 +7,7 @@ by tests/test_local_model.py (slow).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -303,3 +304,15 @@ def test_the_server_command_runs_the_embedded_llama_cpp_child(
     assert command[1:3] == ["-m", "haytham.models.llama_child"]
     assert command[command.index("--port") + 1] == "8123"
     assert command[command.index("--ctx") + 1] == "4096"
+    # the child watches this process (not the starting thread, as PR_SET_PDEATHSIG would)
+    assert command[command.index("--parent-pid") + 1] == str(os.getpid())
+
+
+def test_the_server_child_stops_once_its_parent_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from haytham.models import llama_child
+
+    parents = iter([41, 41, 1])  # re-parented to init on the third look
+    monkeypatch.setattr(llama_child.os, "getppid", lambda: next(parents))
+    stop = threading.Event()
+    llama_child.watch_parent(41, stop, every=0.01)
+    assert stop.is_set()

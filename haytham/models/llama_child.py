@@ -3,20 +3,32 @@
 Run as ``python -m haytham.models.llama_child --model M --port P`` by
 :class:`~haytham.models.llama_server.LocalServer`. It serves ``/health`` and
 ``/v1/chat/completions`` (with ``json_schema``) like a source-built ``llama-server``, from a
-prebuilt wheel, so no compiler is needed. It stops on SIGTERM/SIGINT (and its parent has the
-kernel send SIGTERM when the parent dies).
+prebuilt wheel, so no compiler is needed. It stops on SIGTERM/SIGINT, and by itself within a
+second of its parent process ending (``--parent-pid``), so a killed CLI or UI leaves no orphan.
+
+(Not Linux's PR_SET_PDEATHSIG: that signal follows the *thread* that started the child, and the
+server is started from whichever worker thread makes the first model call; when that thread
+ended, the server was stopped after every call and restarted by the next one.)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
 
-def serve(model: str, port: int, context_size: int, threads: int) -> None:
+def watch_parent(parent: int, stop: threading.Event, every: float = 1.0) -> None:
+    """Set ``stop`` once the process that started us is gone (we are re-parented)."""
+    while not stop.wait(every):
+        if os.getppid() != parent:
+            stop.set()
+
+
+def serve(model: str, port: int, context_size: int, threads: int, parent: int | None) -> None:
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -30,6 +42,8 @@ def serve(model: str, port: int, context_size: int, threads: int) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if parent is not None:
+        threading.Thread(target=watch_parent, args=(parent, stop), daemon=True).start()
     server = xllamacpp.Server(params)  # loads the model and starts listening
     print(f"listening on {server.listening_address}", flush=True)
     stop.wait()
@@ -41,9 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ctx", type=int, default=16384)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args(argv)
     try:
-        serve(args.model, args.port, args.ctx, args.threads)
+        serve(args.model, args.port, args.ctx, args.threads, args.parent_pid)
     except Exception as exc:  # the parent reads the log tail; one line says why
         print(f"error: the local model server stopped: {type(exc).__name__}: {exc}", flush=True)
         return 1

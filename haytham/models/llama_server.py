@@ -8,16 +8,13 @@ agents. Paths are computed on demand; processes belong to instances.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -70,6 +67,8 @@ def server_command(model: Path, port: int, context_size: int, threads: int) -> l
         str(context_size),
         "--threads",
         str(threads),
+        "--parent-pid",
+        str(os.getpid()),
     ]
 
 
@@ -110,15 +109,6 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _death_signal() -> Callable[[], None] | None:
-    """A pre-exec hook (Linux) that has the server SIGTERMed when our process dies, so a killed
-    CLI or UI never leaves an orphan server. libc is loaded here, before the fork."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    return lambda: libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-
-
 class LocalServer:
     """One llama.cpp server child process for the bundled model. Thread-safe; start is lazy."""
 
@@ -157,7 +147,6 @@ class LocalServer:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
-                    preexec_fn=_death_signal(),
                 )
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():
