@@ -1,6 +1,5 @@
 """The competitor map: typed competitors with ids that risk-assessment and validation-summary
-cite; code numbers them and relinks the citations, and only a citation naming nothing earns the
-stage's one re-ask."""
+cite; code numbers them and relinks the citations, and drops a citation that names nothing."""
 
 from __future__ import annotations
 
@@ -64,9 +63,10 @@ def test_risks_and_scores_cite_competitors_by_id_name_or_spelling() -> None:
     )
     done, problems = risk_spec.complete(risks, view)
     assert done.payload.risks[0].competitors == ["COMP-01", "COMP-07"] and problems == []
-    risks.payload.risks[0].competitors = ["Zoom Enterprise"]
-    _, problems = risk_spec.complete(risks, view)
-    assert problems and "Zoom Enterprise" in problems[0]
+    risks.payload.risks[0].competitors = ["Zoom Enterprise", "COMP-07"]
+    done, problems = risk_spec.complete(risks, view)
+    # a citation that names no competitor on the map is dropped, never a reason to re-ask
+    assert done.payload.risks[0].competitors == ["COMP-07"] and problems == []
 
 
 def test_a_run_keeps_the_map_and_the_exports_carry_it(tmp_path) -> None:

@@ -66,15 +66,11 @@ class MarketContextOutput(StageOutput):
 
 def cite_competitors(refs: list[str], view: StageView) -> list[str]:
     """``refs`` as the market's competitor ids (by id, spelling or name), for the later stages
-    of the WHY phase; a reference that names no competitor is kept as written."""
-    market = view.payload(SPEC.slug)
-    return relink(refs, market.catalog() if market else {}, (COMPETITOR_IDS,))
-
-
-def unknown_competitors(refs: list[str], view: StageView) -> list[str]:
+    of the WHY phase. A citation that names no competitor on the map is dropped: it is optional
+    metadata, and a weak model's stray citation is no reason to ask again."""
     market = view.payload(SPEC.slug)
     known = market.catalog() if market else {}
-    return [r for r in refs if r not in known]
+    return [r for r in relink(refs, known, (COMPETITOR_IDS,)) if r in known]
 
 
 SPEC = StageSpec(

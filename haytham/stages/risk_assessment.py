@@ -13,7 +13,7 @@ from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.ids import Refs
 from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.market_context import cite_competitors, unknown_competitors
+from haytham.stages.market_context import cite_competitors
 
 Level = Literal["low", "medium", "high"]
 
@@ -78,16 +78,6 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
     return output
 
 
-def check(output: StageOutput, view: StageView) -> list[str]:
-    unknown = [c for r in output.payload.risks for c in unknown_competitors(r.competitors, view)]
-    if unknown:
-        return [
-            f"risks cite competitors that name nothing: {unknown} (valid: the COMP ids listed "
-            "under 'Ids you may reference')"
-        ]
-    return []
-
-
 SPEC = StageSpec(
     3,
     "risk-assessment",
@@ -96,5 +86,4 @@ SPEC = StageSpec(
     RiskAssessmentOutput,
     needs=("idea-analysis", "market-context"),
     finalize=finalize,
-    check=check,
 )

@@ -15,7 +15,7 @@ from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.ids import Refs
 from haytham.stages.base import Phase, StageSpec, StageView
-from haytham.stages.market_context import cite_competitors, unknown_competitors
+from haytham.stages.market_context import cite_competitors
 
 Verdict = Literal["GO", "NO-GO", "PIVOT"]
 
@@ -87,16 +87,9 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 def check(output: StageOutput, view: StageView) -> list[str]:
     p: ValidationSummary = output.payload
-    problems = []
     if p.verdict == "PIVOT" and not p.pivot_options:
-        problems.append("the verdict is PIVOT, so pivot_options must list 1-4 concrete pivots")
-    unknown = [c for d in p.dimensions for c in unknown_competitors(d.competitors, view)]
-    if unknown:
-        problems.append(
-            f"the scorecard cites competitors that name nothing: {unknown} (valid: the COMP "
-            "ids listed under 'Ids you may reference')"
-        )
-    return problems
+        return ["the verdict is PIVOT, so pivot_options must list 1-4 concrete pivots"]
+    return []
 
 
 def blocker(payload: ValidationSummary) -> tuple[str, str] | None:
