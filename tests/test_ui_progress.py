@@ -14,7 +14,7 @@ from test_ui_support import (
     POWER8,
     POWER8_IDEA,
     app,
-    cassette_entries,
+    cassette_without,
     poll,
     service,
     session_at,
@@ -22,7 +22,6 @@ from test_ui_support import (
     texts,
     ui_env,
     use_replay,
-    write_cassette,
 )
 
 from haytham.progress import Estimate, stage_estimates
@@ -182,10 +181,7 @@ def test_replay_with_an_unconditional_cassette_says_what_it_replays(sessions: Pa
 def test_a_replay_miss_is_explained_and_retry_is_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    partial = write_cassette(
-        tmp_path / "partial.jsonl",
-        [e for e in cassette_entries() if e["agent"] != "risk-assessment"],
-    )
+    partial = cassette_without(tmp_path, "risk-assessment")
     use_replay(tmp_path, monkeypatch, cassette=partial)
     with service() as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="misses")

@@ -127,6 +127,12 @@ def write_cassette(path: Path, entries: list[dict]) -> Path:
     return path
 
 
+def cassette_without(tmp_path: Path, agent: str) -> Path:
+    """:data:`CASSETTE` without ``agent``'s turns: a run misses at that stage."""
+    entries = [e for e in cassette_entries() if e["agent"] != agent]
+    return write_cassette(tmp_path / "partial.jsonl", entries)
+
+
 def no_go_cassette(tmp: Path) -> Path:
     """The Power of 8 cassette with one failed knockout criterion: the verdict is NO-GO."""
     lines = []

@@ -11,12 +11,11 @@ from test_ui_support import (
     CASSETTE,
     POWER8_IDEA,
     app,
-    cassette_entries,
+    cassette_without,
     poll,
     service,
     shows,
     use_replay,
-    write_cassette,
 )
 
 from haytham.errors import SessionLocked
@@ -64,10 +63,7 @@ def test_a_second_run_of_the_same_session_is_refused(sessions: Path) -> None:
 def test_failures_become_messages_and_resume_retries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    partial = write_cassette(
-        tmp_path / "partial.jsonl",
-        [e for e in cassette_entries() if e["agent"] != "risk-assessment"],
-    )
+    partial = cassette_without(tmp_path, "risk-assessment")
     use_replay(tmp_path, monkeypatch, cassette=partial)
     with service() as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="fails")
