@@ -22,7 +22,7 @@ DEADCODE = $(BIN)/vulture | grep -E '^(haytham|frontend_streamlit)/' \
 $(VENV)/.base: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[dev,tracking]"
+	$(PIP) install -q -e ".[dev,tracking,team]"
 	touch $@
 
 $(VENV)/.local: $(VENV)/.base

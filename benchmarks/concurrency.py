@@ -86,8 +86,9 @@ def _json(path: Path) -> Any:
 def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     """What is wrong with session ``sid`` (empty when complete and its own)."""
 
-    from haytham.pipeline.graph import PARTITION, persister
     from haytham.pipeline.state import SessionState
+    from haytham.store import PARTITION
+    from haytham.store import sqlite_persister as persister
 
     root, idea, problems = sessions / sid, idea_for(n), []
     if (root / "idea.md").read_text(encoding="utf-8") != idea + "\n":

@@ -12,6 +12,7 @@ from haytham.pipeline.state import SessionState
 from haytham.service import Haytham
 from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
 from haytham.verify.factory import make_verifier
+from haytham.worker import RunWorker
 
 
 class PostValidation:
@@ -60,3 +61,13 @@ def make_service(
         verifier_factory=make_verifier if verifiers else None,
         post_validator=validation or PostValidation(settings.validators),
     )
+
+
+def make_runs(service: Haytham) -> RunWorker:
+    """Who runs sessions for the UI: threads of this process on one machine, or the job queue
+    (:class:`haytham.queue.QueuedRuns`) when the sessions are in the shared database."""
+    if service.settings.secret("database_url"):
+        from haytham.queue import QueuedRuns  # procrastinate only where a database is used
+
+        return QueuedRuns(service)
+    return RunWorker(service)

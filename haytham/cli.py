@@ -22,6 +22,7 @@ from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
+from haytham.transfer import SESSION_FORMAT
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
 DEBUG_HELP = "show library logs and the traceback behind an error"
@@ -156,11 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         default="markdown",
-        choices=FORMATS,
+        choices=(*FORMATS, SESSION_FORMAT),
         help="pdf: the whole specification (after Gate 4); validation-pdf: the validation "
-        "report (once the WHY phase has run); both need --output",
+        "report (once the WHY phase has run); both need --output. session: the whole session "
+        "as one file, for `haytham import` into this or another store",
     )
     p.add_argument("--output", type=Path, help="write to a file instead of stdout")
+    p = add("import", "create a session from a `--format session` export (either store)")
+    p.add_argument("file", type=Path)
+    p = add("worker", "take queued runs from the shared database (team deployment)")
+    p.add_argument("--concurrency", type=int, help="sessions at once (HAYTHAM_WORKER_CONCURRENCY)")
+    p.add_argument("--name", help="this worker's name in the logs and the jobs table")
+    add("migrate", "create or update the shared database's tables (team deployment)")
     p = add("validate", "run the deterministic drift validators over a saved session")
     p.add_argument("target", help="session id or path to a session folder")
     p.add_argument("--json", action="store_true")
@@ -337,6 +345,14 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         print(terminal_safe(svc.fork(args.session_id, args.stage, args.new_id)))
     elif args.command == "revise":
         return _revise(args, settings, svc)
+    elif args.command == "import":
+        print(terminal_safe(f"imported session {svc.import_session(args.file)}"))
+    elif args.command == "migrate":
+        print(terminal_safe(svc.migrate()))
+    elif args.command == "worker":
+        from haytham.queue import run_worker
+
+        run_worker(svc, concurrency=args.concurrency or settings.worker_concurrency, name=args.name)
     elif args.command == "export":
         if args.format in BINARY and not args.output:
             raise InputError(f"A {args.format} export is a PDF file: name it with --output FILE.")

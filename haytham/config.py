@@ -323,6 +323,11 @@ class Settings(BaseSettings):
     request_timeout: float = 120.0
     search_url: str | None = None  # a SearXNG-compatible JSON search endpoint; None = offline
     intake: OnOff = True  # classify the text and ask about gaps before stage 1 (HAYTHAM_INTAKE)
+    # team deployment (docs/deploy.md): sessions in PostgreSQL, runs on the job queue
+    database_url: SecretStr | None = _secret("HAYTHAM_DATABASE_URL")
+    worker_concurrency: int = 2  # sessions one `haytham worker` process runs at once
+    provider_concurrency: int = 4  # model calls in flight per provider (all workers together)
+    replay_latency: float = 0.0  # seconds each replayed model call takes (trials, benchmarks)
 
     verify: VerifySettings = VerifySettings()
     validators: ValidatorSettings = ValidatorSettings()
@@ -368,7 +373,14 @@ class Settings(BaseSettings):
             raise ValueError("use 0 or more")
         return value
 
-    @field_validator("retry_base_delay", "request_timeout")
+    @field_validator("worker_concurrency", "provider_concurrency")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("use 1 or more")
+        return value
+
+    @field_validator("retry_base_delay", "request_timeout", "replay_latency")
     @classmethod
     def _non_negative_float(cls, value: float) -> float:
         if value < 0:

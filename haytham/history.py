@@ -16,8 +16,6 @@ are overwritten by the next rework), so the history is read from the sequence of
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from itertools import groupby
@@ -28,7 +26,7 @@ from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
 from haytham.pipeline.gates import open_blocking
-from haytham.pipeline.graph import PARTITION, TABLE, gate_name, verify_name
+from haytham.pipeline.graph import gate_name, verify_name
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
@@ -495,29 +493,11 @@ def load_steps(files: SessionFiles, phase: Phase) -> list[Step]:
     """Every completed step of the session, oldest first, with only what ``phase``'s history
     reads (its stages' outputs and findings, the gates, reviews, reworks, verifications).
     Read-only: a missing database or table is an empty history."""
-    path = files.state_db
-    if not path.is_file():
-        return []
     slugs = {s.slug for s in phase_stages(phase)}
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    steps = []
+    for row in files.state_rows(completed=True):
         try:
-            known = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)
-            ).fetchone()
-            if known is None:
-                return []
-            rows = conn.execute(
-                f"SELECT sequence_id, position, state, created_at FROM {TABLE} "
-                "WHERE partition_key = ? AND app_id = ? AND status = 'completed' "
-                "ORDER BY sequence_id, created_at",
-                (PARTITION, files.session_id),
-            ).fetchall()
-        finally:
-            conn.close()
-        steps = []
-        for seq, position, raw, created in rows:
-            data = json.loads(raw)
+            data = row.state
             picked = {k: data[k] for k in _FIELDS if k in data}
             stages: tuple[str, ...] = ()
             for name in _PER_STAGE:
@@ -527,10 +507,10 @@ def load_steps(files: SessionFiles, phase: Phase) -> list[Step]:
                         stages = tuple(value)
                     picked[name] = {"json": {k: v for k, v in value.items() if k in slugs}}
             state = SessionState.of(State.deserialize(picked))
-            steps.append(Step(int(seq), str(position), state, _utc(created), stages))
-        return steps
-    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
-        raise SessionCorrupt(str(path), str(exc)) from None
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise SessionCorrupt(files.state_label, str(exc)) from None
+        steps.append(Step(row.sequence_id, row.position, state, _utc(row.created_at), stages))
+    return steps
 
 
 __all__ = [

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from burr.core import Application
 
 from haytham.config import Settings
 from haytham.errors import GateError, InputError
-from haytham.export import export
+from haytham.export import export, json_text
 from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
 from haytham.intake import AGENT as INTAKE_ACTION
@@ -55,16 +56,15 @@ from haytham.stages import Phase, get_stage
 from haytham.status import session_status
 from haytham.store import (
     SessionFiles,
-    SessionStore,
     new_session_id,
     now,
-    remove_stale_temp_files,
+    open_store,
     validate_session_id,
 )
+from haytham.transfer import SESSION_FORMAT, dump_session, load_session, read_bundle
 
 VerifierFactory = Callable[[Settings, ModelRuntime, SessionFiles], actions.Verifier | None]
 MAX_REQUEST_CHARS = 2000
-TRACKING_DIR = "_tracking"  # not a valid session id, so never listed as a session
 
 
 @dataclass
@@ -92,7 +92,7 @@ class Haytham:
         every session runs with; both are required here so that a service without them is
         never built by accident."""
         self.settings = settings
-        self.store = SessionStore(settings.sessions_dir)
+        self.store = open_store(settings)
         self._own_models = models is None
         self.models = models or ModelRuntime(settings)
         self.verifier_factory = verifier_factory
@@ -101,6 +101,7 @@ class Haytham:
         self.live = LiveCalls()  # calls streaming now, per session (for the UI's Run page)
 
     def close(self) -> None:
+        self.store.close()
         if self._own_models:
             self.models.close()
 
@@ -146,10 +147,9 @@ class Haytham:
     def delete_session(self, session_id: str) -> None:
         self.store.delete(session_id)
 
-    def _app(self, files: SessionFiles, *, fork_from: SessionFiles | None = None) -> Application:
-        remove_stale_temp_files(files.root)  # left by a process killed mid-write (we hold the lock)
+    def _app(self, files: SessionFiles) -> Application:
+        files.tidy()  # temp files of a process killed mid-write (we hold the lock)
         meta = files.read_json("session.json", default={}) or {}
-        source = fork_from or files
         runner = StageRunner(
             self.settings,
             self.models,
@@ -162,9 +162,9 @@ class Haytham:
             if self.verifier_factory
             else None
         )
-        tracking = str(self.store.root / TRACKING_DIR) if self.tracking else None
-        if fork_from is None:
-            ensure_state(files)  # a lost or copied state.db is rebuilt, never started over
+        where = self.store.tracking_dir
+        tracking = str(where) if self.tracking and where is not None else None
+        ensure_state(files)  # a lost or copied state.db is rebuilt, never started over
         with storage_errors(files):
             return build_application(
                 runner,
@@ -172,13 +172,11 @@ class Haytham:
                 app_id=files.session_id,
                 tracking_dir=tracking,
                 initial_state=SessionState(
-                    idea=source.read_text("idea.md").strip(),
+                    idea=files.read_text("idea.md").strip(),
                     appetite=meta.get("appetite"),
                     session_id=files.session_id,
                     intake=IntakeRecord(status="skipped") if meta.get("skip_intake") else None,
                 ),
-                fork_from=fork_from.session_id if fork_from else None,
-                fork_db=str(fork_from.state_db) if fork_from else None,
             )
 
     def load_state(self, session_id: str) -> SessionState:
@@ -364,8 +362,36 @@ class Haytham:
         return render_stage(spec, output.model_dump(mode="json"))
 
     def export(self, session_id: str, fmt: str) -> str | bytes:
-        """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes)."""
+        """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes), or
+        ``session``: the whole session as one file for :meth:`import_session`."""
+        if fmt == SESSION_FORMAT:
+            files = self.store.open(session_id)
+            with files.lock():  # a consistent copy: nothing writes meanwhile
+                return json_text(dump_session(files)) + "\n"
         return export(self.load_state(session_id), fmt)
+
+    def migrate(self) -> str:
+        """Team deployment: bring the shared database's tables and the job queue's schema up to
+        date (idempotent; app instances and workers also do it as they start)."""
+        url = self.settings.secret("database_url")
+        if not url:
+            raise InputError(
+                "`haytham migrate` sets up the shared database: set HAYTHAM_DATABASE_URL (see "
+                "docs/deploy.md). The sessions folder needs no migration."
+            )
+        from haytham.queue import migrate_queue, queue_app  # procrastinate only here
+
+        ran = self.store.migrated
+        queue = "installed" if migrate_queue(queue_app(url)) else "already installed"
+        return (
+            f"{self.store.location}: Haytham's tables are up to date ({ran} migration(s) run "
+            f"now); the job queue's schema is {queue}."
+        )
+
+    def import_session(self, path: Path) -> str:
+        """Create a session from a ``--format session`` export (from either store); returns its
+        id. Refused, with nothing written, if the file is not one or the id is taken."""
+        return load_session(self.store, read_bundle(path))
 
     # -- change requests -------------------------------------------------------------------------
     def propose_change(self, session_id: str, stage: str, request: str) -> Proposal:

@@ -8,25 +8,18 @@ database or the tracking folder into :class:`~haytham.errors.StorageError`.
 from __future__ import annotations
 
 import contextlib
-import errno
-import json
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from burr.core import State
 
-from haytham.errors import SessionCorrupt, StorageError
-from haytham.pipeline.graph import PARTITION, edges, gate_name, persister
+from haytham.errors import HaythamError, SessionCorrupt
+from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
 from haytham.pipeline.state import RunStatus, SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
-from haytham.store import (
-    SessionFiles,
-    storage_error,
-)
+from haytham.store import PARTITION, SessionFiles
 
 
 def save_state(
@@ -36,7 +29,7 @@ def save_state(
     state: SessionState,
     status: str = "completed",
 ) -> None:
-    saver = persister(str(files.state_db))
+    saver = files.persister()
     saver.save(PARTITION, files.session_id, seq, position, State(state.fields()), status)
 
 
@@ -64,44 +57,19 @@ class _Row:
     status: str
 
 
-_COLUMNS = "app_id, position, state, sequence_id, status"
-
-
 def _latest_row(files: SessionFiles, *, other_than: str | None = None) -> _Row | None:
-    """The latest ``burr_state`` row of this session (or, with ``other_than``, of the most
-    recent other id). Read-only: unlike Burr's persister it never creates the table or the
-    file, so ``status`` on a damaged session writes nothing."""
-    path = files.state_db
-    if not path.is_file():
+    """The latest persisted row of this session (or, with ``other_than``, of the most recent
+    other id). Read-only: it never creates the table or the file, so ``status`` on a damaged
+    session writes nothing."""
+    rows = files.state_rows(mine=other_than is None, latest=True)
+    if not rows:
         return None
+    row = rows[0]
     try:
-        conn = sqlite3.connect(str(path))
-        try:
-            table = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='burr_state'"
-            ).fetchone()
-            if table is None:
-                return None
-            if other_than is None:
-                query = (
-                    f"SELECT {_COLUMNS} FROM burr_state WHERE partition_key = ? AND app_id = ? "
-                    "ORDER BY sequence_id DESC LIMIT 1"
-                )
-                row = conn.execute(query, (PARTITION, files.session_id)).fetchone()
-            else:
-                query = (
-                    f"SELECT {_COLUMNS} FROM burr_state WHERE partition_key = ? AND app_id <> ? "
-                    "ORDER BY created_at DESC, sequence_id DESC LIMIT 1"
-                )
-                row = conn.execute(query, (PARTITION, other_than)).fetchone()
-        finally:
-            conn.close()
-        if row is None:
-            return None
-        state = SessionState.of(State.deserialize(json.loads(row[2])))
-        return _Row(str(row[0]), state, str(row[1]), int(row[3]), str(row[4]))
-    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
-        raise SessionCorrupt(str(path), str(exc)) from None
+        state = SessionState.of(State.deserialize(row.state))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise SessionCorrupt(files.state_label, str(exc)) from None
+    return _Row(row.app_id, state, row.position, row.sequence_id, row.status)
 
 
 def _db_state(files: SessionFiles) -> tuple[SessionState, int] | None:
@@ -168,7 +136,7 @@ def _snapshot_state(files: SessionFiles, raw: dict[str, Any]) -> SessionState | 
 
 
 def _has_stage_files(files: SessionFiles) -> bool:
-    return any((files.root / "stages").glob("*/output.json"))
+    return any(files.exists(f"stages/{s.dir_name}/output.json") for s in STAGES)
 
 
 def _refuse_without_state(files: SessionFiles) -> None:
@@ -176,7 +144,7 @@ def _refuse_without_state(files: SessionFiles) -> None:
     stands: any command would start over (or export nothing), so none is run."""
     if _has_stage_files(files):
         raise SessionCorrupt(
-            str(files.state_db),
+            files.state_label,
             "it is missing or empty, and the folder has completed stages but no readable "
             "state.json to rebuild it from; nothing was changed (restore state.db from a backup)",
         )
@@ -219,40 +187,21 @@ def load_state_seq(files: SessionFiles) -> tuple[SessionState, int]:
     ), -1
 
 
-_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
-
-
 @contextlib.contextmanager
 def storage_errors(files: SessionFiles) -> Iterator[None]:
-    """Turn a failed write below us (SQLite state, Burr tracking) into a one-sentence error.
-
-    Our own files already raise :class:`StorageError`; SQLite and Burr's tracker raise their own
-    errors when the disk is full or the folder read-only. The state is saved before the files are
-    projected from it, so what was persisted stays consistent and ``resume`` continues from it.
-    """
+    """Turn a failed write below us (the Burr state, Burr tracking) into a one-sentence error
+    (:meth:`SessionFiles.storage_failure` says which errors its storage raises and what they
+    mean). The state is saved before the files are projected from it, so what was persisted
+    stays consistent and ``resume`` continues from it."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
-        text = str(exc)
-        why = (
-            "the disk is full"
-            if "full" in text
-            else "the sessions folder is not writable"
-            if "readonly" in text or "read-only" in text
-            else text
-        )
-        raise StorageError(
-            f"Could not write {files.state_db}: {why}. The last saved step is "
-            f"kept; free space or fix permissions, then `haytham resume "
-            f"{files.session_id}`."
-        ) from None
-    except sqlite3.DatabaseError as exc:  # not a database any more (truncated, overwritten)
-        raise SessionCorrupt(str(files.state_db), str(exc)) from None
-    except OSError as exc:
-        if exc.errno not in _STORAGE_ERRNOS:
+    except HaythamError:
+        raise
+    except Exception as exc:
+        found = files.storage_failure(exc)
+        if found is None:
             raise
-        where = Path(exc.filename) if exc.filename else files.root.parent  # e.g. Burr tracking
-        raise storage_error(where, exc) from None
+        raise found from None
 
 
 def load_state(files: SessionFiles) -> SessionState:

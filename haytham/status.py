@@ -6,7 +6,7 @@ import contextlib
 import json
 from typing import Any
 
-from haytham.errors import HaythamError, SessionCorrupt
+from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
 from haytham.pipeline.projection import summarize
 from haytham.pipeline.state import RunStatus, SessionState, payload_of
@@ -21,26 +21,30 @@ def broken_files(files: SessionFiles) -> list[str]:
     candidates += ["state.json"]  # the snapshot that rebuilds a lost state.db
     candidates += [f"stages/{s.dir_name}/output.json" for s in STAGES]
     for folder in ("verifications", "reviews"):
-        if (files.root / folder).is_dir():
-            candidates += sorted(f"{folder}/{p.name}" for p in (files.root / folder).glob("*.json"))
+        candidates += files.list(folder)
     for rel in candidates:
-        path = files.root / rel
-        if path.is_symlink():  # never read through a link (it may point anywhere)
-            problems.append(f"{path}: a symbolic link; not read")
-            continue
-        if not path.exists():
+        where = files.where(rel)
+        if not files.exists(rel):
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problems.append(f"{path}: not valid JSON ({exc})")
+            text = files.read_text(rel)  # never read through a link
+        except InputError:
+            problems.append(f"{where}: a symbolic link; not read")
+            continue
+        except SessionCorrupt as exc:
+            problems.append(f"{where}: not readable ({exc})")
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: not valid JSON ({exc})")
             continue
         versioned = rel.startswith("stages/") or rel == "session.json"
         if versioned and (
             not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION
         ):
             found = data.get("schema_version") if isinstance(data, dict) else None
-            problems.append(f"{path}: schema_version {found!r}, expected {SCHEMA_VERSION}")
+            problems.append(f"{where}: schema_version {found!r}, expected {SCHEMA_VERSION}")
     return problems
 
 

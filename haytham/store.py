@@ -21,14 +21,19 @@ import os
 import re
 import secrets
 import shutil
+import sqlite3
 import stat
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from burr.core.persistence import SQLitePersister
+
 from haytham.errors import (
+    HaythamError,
     InputError,
     SessionCorrupt,
     SessionLocked,
@@ -43,6 +48,62 @@ SCHEMA_VERSION = 1
 TMP_SUFFIX = ".tmp"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 SQLITE_FILES = ("state.db", "state.db-journal", "state.db-wal", "state.db-shm")
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+PARTITION = "local"  # Burr's partition key for every session
+TABLE = "burr_state"  # Burr's state table, in ``state.db`` or in the shared database
+
+
+@dataclass(frozen=True)
+class StateRow:
+    """One persisted Burr step of a session, as stored (``state`` is Burr's serialised JSON)."""
+
+    app_id: str
+    sequence_id: int
+    position: str
+    state: dict[str, Any]
+    status: str
+    created_at: str | None = None
+
+
+def sqlite_persister(db_path: str) -> SQLitePersister:
+    """Burr's SQLite persister for one session's ``state.db`` (its table made if missing)."""
+    made = SQLitePersister(
+        db_path=db_path, table_name=TABLE, connect_kwargs={"check_same_thread": False}
+    )
+    made.initialize()
+    return made
+
+
+def event_line(type_: str, stage: str | None, data: dict[str, Any]) -> tuple[Event, str]:
+    """One event and its JSON line, redacted first (provider errors echo credentials)."""
+    event = Event(ts=now(), type=type_, stage=stage, data=redact_tree(data))
+    return event, redact_json(event.model_dump_json())  # shapes across keys and values
+
+
+_ROW_COLUMNS = "app_id, sequence_id, position, state, status, created_at"
+
+
+def state_query(placeholder: str, *, mine: bool, latest: bool, completed: bool) -> str:
+    """The SELECT behind :meth:`SessionFiles.state_rows` (SQLite ``?`` or PostgreSQL ``%s``)."""
+    where = f"partition_key = {placeholder} AND app_id {'=' if mine else '<>'} {placeholder}"
+    if completed:
+        where += " AND status = 'completed'"
+    order = "sequence_id DESC" if mine else "created_at DESC, sequence_id DESC"
+    if not latest:
+        order = "sequence_id, created_at"
+    return f"SELECT {_ROW_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY {order}" + (
+        " LIMIT 1" if latest else ""
+    )
+
+
+def state_row(raw: tuple[Any, ...]) -> StateRow:
+    """A row of :func:`state_query` (the state as text in SQLite, as JSON in PostgreSQL)."""
+    app_id, seq, position, state, status, created = raw
+    data = json.loads(state) if isinstance(state, str | bytes) else state
+    if not isinstance(data, dict):
+        raise ValueError("the state is not a JSON object")
+    stamp = created.isoformat(sep=" ") if isinstance(created, datetime) else created
+    return StateRow(str(app_id), int(seq), str(position), data, str(status), stamp)
 
 
 def now() -> str:
@@ -305,20 +366,146 @@ class SessionFiles:
         elif target.exists():
             target.unlink()
 
+    def exists(self, rel: str) -> bool:
+        """Whether the session file or folder ``rel`` exists (a symlink counts as existing)."""
+        path = self.root / rel
+        return path.exists() or path.is_symlink()
+
+    def list(self, folder: str) -> list[str]:
+        """The ``*.json`` files directly in ``folder``, as session-relative paths, sorted."""
+        path = self.root / folder
+        if not path.is_dir():
+            return []
+        return sorted(f"{folder}/{p.name}" for p in path.glob("*.json"))
+
+    def where(self, rel: str) -> str:
+        """Where the session file ``rel`` lives, for messages."""
+        return str(self.root / rel)
+
+    def all_files(self) -> dict[str, str]:
+        """Every file of the session (relative path -> text), the event log, the lock and
+        ``state.db`` aside; read through the same no-link checks as every read."""
+        skip = {"events.jsonl", ".lock", *SQLITE_FILES}
+        out: dict[str, str] = {}
+        for path in sorted(self.root.rglob("*")):
+            rel = path.relative_to(self.root).as_posix()
+            if path.is_file() and rel not in skip and not path.name.endswith(TMP_SUFFIX):
+                out[rel] = self.read_text(rel)
+        return out
+
+    def tidy(self) -> None:
+        """Remove temp files of writers that died before their rename (call under the lock)."""
+        remove_stale_temp_files(self.root)
+
+    @property
+    def state_label(self) -> str:
+        """How messages name where the Burr state lives."""
+        return str(self.root / "state.db")
+
+    def write_rows(self, rows: list[StateRow]) -> None:
+        """Insert persisted steps as they are (an import keeps their times)."""
+        sqlite_persister(str(self.state_db))  # makes the table
+        conn = sqlite3.connect(str(self.state_db))
+        try:
+            with conn:
+                conn.executemany(
+                    f"INSERT INTO {TABLE} (partition_key, app_id, sequence_id, position, state, "
+                    "status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            PARTITION,
+                            self.session_id,
+                            r.sequence_id,
+                            r.position,
+                            json.dumps(r.state),
+                            r.status,
+                            r.created_at,
+                        )
+                        for r in rows
+                    ],
+                )
+        finally:
+            conn.close()
+
+    def storage_failure(self, exc: Exception) -> HaythamError | None:
+        """What a failed write of SQLite or Burr's tracker means, in one sentence (``None``:
+        not a storage failure)."""
+        if isinstance(exc, sqlite3.OperationalError):
+            text = str(exc)
+            why = (
+                "the disk is full"
+                if "full" in text
+                else "the sessions folder is not writable"
+                if "readonly" in text or "read-only" in text
+                else text
+            )
+            return StorageError(
+                f"Could not write {self.state_label}: {why}. The last saved step is kept; free "
+                f"space or fix permissions, then `haytham resume {self.session_id}`."
+            )
+        if isinstance(exc, sqlite3.DatabaseError):  # not a database any more (truncated…)
+            return SessionCorrupt(self.state_label, str(exc))
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            where = Path(exc.filename) if exc.filename else self.root.parent  # Burr tracking
+            return storage_error(where, exc)
+        return None
+
+    def persister(self) -> SQLitePersister:
+        """Burr's persister for this session's state (``state.db``)."""
+        return sqlite_persister(str(self.state_db))
+
+    def state_rows(
+        self, *, mine: bool = True, latest: bool = False, completed: bool = False
+    ) -> list[StateRow]:
+        """Persisted steps read straight from ``state.db`` (never created here, so reading a
+        damaged session writes nothing): this session's (``mine``) or the latest of another id
+        (a copied folder); all of them oldest first, or only the ``latest``.
+
+        Raises:
+            SessionCorrupt: ``state.db`` is not a readable database.
+        """
+        path = self.state_db
+        if not path.is_file():
+            return []
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                known = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)
+                ).fetchone()
+                if known is None:
+                    return []
+                query = state_query("?", mine=mine, latest=latest, completed=completed)
+                raw = conn.execute(query, (PARTITION, self.session_id)).fetchall()
+            finally:
+                conn.close()
+            return [state_row(r) for r in raw]
+        except (sqlite3.Error, ValueError, TypeError) as exc:
+            raise SessionCorrupt(str(path), str(exc)) from None
+
     def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
         """Append one event; its text is redacted first (provider errors echo credentials)."""
-        event = Event(ts=now(), type=type_, stage=stage, data=redact_tree(data))
-        line = redact_json(event.model_dump_json()) + "\n"  # shapes across keys and values
+        event, line = event_line(type_, stage, data)
+        self.append_lines([line])
+        return event
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Append event lines as they are (an import)."""
         path = self.root / "events.jsonl"
         try:
             fd = self.open_fd("events.jsonl", os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                _append_all(fd, line.encode("utf-8"))
+                _append_all(fd, "".join(f"{line}\n" for line in lines).encode("utf-8"))
             finally:
                 os.close(fd)
         except OSError as exc:
             raise storage_error(path, exc) from None
-        return event
+
+    def event_lines(self) -> list[str]:
+        """The event log's lines as written (blank lines left out)."""
+        raw = self._read("events.jsonl")
+        text = "" if raw is None else raw.decode("utf-8", errors="replace")
+        return [line for line in text.splitlines() if line.strip()]
 
     def events(self) -> list[dict[str, Any]]:
         path = self.root / "events.jsonl"
@@ -393,6 +580,18 @@ class SessionStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    @property
+    def tracking_dir(self) -> Path:
+        """Burr's tracking folder (not a valid session id, so never listed as a session)."""
+        return self.root / "_tracking"
+
+    def close(self) -> None:
+        """Nothing to release: every file is closed after each use."""
+
     def _path(self, session_id: str) -> Path:
         validate_session_id(session_id)
         base = self.root.resolve()
@@ -437,3 +636,14 @@ class SessionStore:
         files = self.open(session_id)
         with files.lock(check_links=False):  # rmtree removes links, never what they point to
             shutil.rmtree(files.root)
+
+
+def open_store(settings: Any) -> Any:
+    """The sessions folder, or the shared PostgreSQL store when ``HAYTHAM_DATABASE_URL`` is set
+    (:mod:`haytham.pgstore`; both offer the same methods)."""
+    url = settings.secret("database_url")
+    if url:
+        from haytham.pgstore import PgStore  # psycopg2 only where a database is used
+
+        return PgStore(url)
+    return SessionStore(settings.sessions_dir)

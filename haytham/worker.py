@@ -27,7 +27,7 @@ from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 
 log = logging.getLogger(__name__)
 
-JobState = Literal["running", "finished", "failed"]
+JobState = Literal["queued", "running", "finished", "failed"]
 ESTIMATE_TTL_S = 30.0  # past runs change slowly: re-read the sessions folder at most this often
 REPLAY_MISS = re.compile(r"No recorded turn in cassette .*? for agent '(?P<agent>[^']+)'", re.S)
 
@@ -47,7 +47,8 @@ class Job:
 
     @property
     def alive(self) -> bool:
-        return self.state == "running"
+        """Queued (team mode: waiting for a worker) or running."""
+        return self.state in ("queued", "running")
 
     def elapsed(self, now: float | None = None) -> float:
         """Seconds from start to end (or to ``now`` while running)."""
@@ -153,6 +154,16 @@ class RunWorker:
             raise SessionLocked(f"Session {session_id} is running; wait for it to stop.")
         self.service.apply_change(session_id, proposal, continue_run=False)
         return self.run(session_id, f"change request to {proposal.stage}")
+
+    def answer(self, session_id: str, answers: list[str]) -> Job:
+        """The founder's answers to the intake questions, then the run to the first gate
+        (:meth:`Haytham.answer_intake`), in the background."""
+        return self.submit(
+            session_id, "answers", lambda: self.service.answer_intake(session_id, answers)
+        )
+
+    def close(self) -> None:
+        """Nothing to release: threads end with their runs."""
 
     def fork(self, session_id: str, slug: str) -> str:
         """Fork ``session_id`` from ``slug`` (:meth:`Haytham.fork`) and start the fork's run."""

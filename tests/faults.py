@@ -31,9 +31,10 @@ from strands.types.content import Messages
 from strands.types.exceptions import ModelThrottledException
 
 import haytham.models.factory as factory
-from haytham.pipeline.graph import PARTITION, persister
 from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES
+from haytham.store import PARTITION
+from haytham.store import sqlite_persister as persister
 
 EXCEPTION_KINDS = ("timeout", "throttle", "server_error", "connection_refused", "client_error")
 REPLY_KINDS = ("malformed_json", "schema_invalid", "text_json", "empty", "max_tokens")

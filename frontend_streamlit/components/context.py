@@ -75,12 +75,12 @@ def _backend(key: str, _settings: Settings | None = None) -> Backend:
     """Cached per ``key``: the settings' JSON (which holds no credentials), plus a keyed digest
     of the credentials when there are any. ``_settings`` (not hashed) is the object itself,
     credentials included; without it the JSON is the settings."""
-    from haytham.app import make_service  # what is installed: validators, verifiers
+    from haytham.app import make_runs, make_service  # what is installed: validators, verifiers
 
     given = _settings if _settings is not None else Settings.model_validate_json(key)
     validation = _validation(given.validators.model_dump_json())
     service = make_service(given, validation=validation)
-    return Backend(service, RunWorker(service))
+    return Backend(service, make_runs(service))
 
 
 def _cache_key(current: Settings) -> str:

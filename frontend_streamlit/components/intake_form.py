@@ -105,9 +105,7 @@ def intake_panel(b: Any, sid: str | None = None, idea_key: str | None = None) ->
     st.button("Start over", key="intake_start_over", on_click=_start_over, args=(idea_key,))
     if answer or skip:
         given = [] if skip else [a or "" for a in answers]
-        job = attempt(
-            lambda: b.worker.submit(sid, "answers", lambda: b.service.answer_intake(sid, given))
-        )
+        job = attempt(lambda: b.worker.answer(sid, given))
         if job is not None:
             st.session_state.pop(PENDING, None)
             go("run", sid)

@@ -12,6 +12,7 @@ to the agent. (Which errors are transient is decided by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -26,6 +27,7 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
+from haytham.models.limits import Slots
 from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
 from haytham.redact import carries_secret, redact, scrubbed
 
@@ -132,8 +134,10 @@ class AccountedModel(DelegatingModel):
         on_progress: ProgressSink | None = None,
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
+        slots: Slots | None = None,
     ) -> None:
         super().__init__(inner)
+        self.slots = slots
         self.on_progress = on_progress
         self.provider = provider
         self.model_id = model_id
@@ -181,14 +185,16 @@ class AccountedModel(DelegatingModel):
             events: list[Any] = []
             chars, shown = 0, 0
             try:
-                async for event in start():
-                    events.append(event)
-                    if self.on_progress is not None:
-                        chars += len(_delta_text(event))
-                        tokens = math.ceil(chars / 4)  # as estimate_tokens counts them
-                        if tokens >= shown + PROGRESS_STEP:
-                            shown = tokens
-                            self.on_progress(shown)
+                slot = self.slots.held(self.provider) if self.slots else contextlib.nullcontext()
+                async with slot:  # each attempt holds a provider slot; the back-off does not
+                    async for event in start():
+                        events.append(event)
+                        if self.on_progress is not None:
+                            chars += len(_delta_text(event))
+                            tokens = math.ceil(chars / 4)  # as estimate_tokens counts them
+                            if tokens >= shown + PROGRESS_STEP:
+                                shown = tokens
+                                self.on_progress(shown)
                 break
             except ContextWindowOverflowException as error:
                 # providers raise it from their SDK's error, which may echo the request's

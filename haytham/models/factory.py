@@ -22,6 +22,7 @@ from strands.models import Model
 from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
 from haytham.models.accounting import AccountedModel, CallSink, ProgressSink, estimate_tokens
+from haytham.models.limits import CallSlots, SharedCallSlots, Slots
 from haytham.models.llama_server import LocalServer
 from haytham.models.local import LocalModel
 from haytham.models.providers import boto_session, check_provider
@@ -55,6 +56,17 @@ def context_window(settings: Settings) -> int:
     return settings.context_window or DEFAULT_CONTEXT_WINDOWS[settings.provider]
 
 
+def call_slots(settings: Settings) -> Slots:
+    """Provider call slots (:mod:`haytham.models.limits`): shared by every worker on the team
+    database, else per process."""
+    url = settings.secret("database_url")
+    if url:
+        from haytham.pgstore import Database  # psycopg2 only where a database is used
+
+        return SharedCallSlots(settings.provider_concurrency, Database(url).connect)
+    return CallSlots(settings.provider_concurrency)
+
+
 class ModelRuntime:
     """Per-process model resources: the local llama-server and loaded cassettes.
 
@@ -68,6 +80,7 @@ class ModelRuntime:
         self._server: LocalServer | None = None
         self._cassettes: dict[Path, Cassette] = {}
         self._closed = False
+        self.slots = call_slots(settings)
 
     def local_url(self) -> str:
         """Base URL of the shared local llama-server, started on first use."""
@@ -146,7 +159,12 @@ def _provider_model(
     if provider == "replay":
         if settings.cassette is None:
             raise ConfigError("The replay provider needs a cassette: set HAYTHAM_CASSETTE.")
-        replay = ReplayModel(runtime.cassette(settings.cassette), agent, model_id=model_id)
+        replay = ReplayModel(
+            runtime.cassette(settings.cassette),
+            agent,
+            model_id=model_id,
+            latency=settings.replay_latency,
+        )
         replay.update_config(context_window_limit=window)
         return replay
     if provider == "llamacpp":
@@ -256,6 +274,7 @@ def build_model(
         on_progress=on_progress,
         max_retries=settings.max_retries,
         retry_base_delay=settings.retry_base_delay,
+        slots=active.slots,
     )
     if owned:
         weakref.finalize(model, active.close)

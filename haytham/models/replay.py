@@ -17,6 +17,7 @@ go to the first line in file order. Blank lines and lines starting with ``//`` a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -240,9 +241,12 @@ class ReplayModel(Model):
     line's ``usage`` item or, failing that, from :func:`estimate_tokens` of request and response.
     """
 
-    def __init__(self, cassette: Cassette, agent: str, model_id: str = "replay") -> None:
+    def __init__(
+        self, cassette: Cassette, agent: str, model_id: str = "replay", latency: float = 0.0
+    ) -> None:
         self.cassette = cassette
         self.agent = agent
+        self.latency = latency  # seconds each call takes, as a provider would (benchmarks)
         self.config: dict[str, Any] = {"model_id": model_id}
 
     def update_config(self, **model_config: Any) -> None:
@@ -272,6 +276,8 @@ class ReplayModel(Model):
     ) -> AsyncGenerator[Any, None]:
         """Yield the recorded response of the matching cassette line as Strands stream events."""
         entry, text = self._lookup(messages, system_prompt)
+        if self.latency:
+            await asyncio.sleep(self.latency)
         for event in response_events(entry.response, turn_of(messages), estimate_tokens(text)):
             yield event
 

@@ -21,7 +21,7 @@ import os
 from burr.core import Application, ApplicationBuilder, default, when
 from burr.core.application import PRIOR_STEP
 from burr.core.graph import Graph, GraphBuilder
-from burr.core.persistence import PersisterHook, SQLitePersister
+from burr.core.persistence import PersisterHook
 from burr.integrations.pydantic import PydanticTypingSystem
 from burr.tracking.client import LocalTrackingClient
 
@@ -30,19 +30,9 @@ from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
+from haytham.store import PARTITION
 
 PROJECT = "haytham"
-PARTITION = "local"
-TABLE = "burr_state"
-
-
-def persister(db_path: str) -> SQLitePersister:
-    """Burr's SQLite persister for one session's ``state.db`` (its table made if missing)."""
-    made = SQLitePersister(
-        db_path=db_path, table_name=TABLE, connect_kwargs={"check_same_thread": False}
-    )
-    made.initialize()
-    return made
 
 
 class _Tracker(LocalTrackingClient):
@@ -121,24 +111,19 @@ def build_application(
     *,
     app_id: str,
     tracking_dir: str | None = None,
-    fork_from: str | None = None,
-    fork_db: str | None = None,
     initial_state: SessionState | None = None,
 ) -> Application:
-    saver = persister(str(runner.files.state_db))
-    loader = saver if fork_from is None else persister(str(fork_db))
+    saver = runner.files.persister()
     projector = Projector(runner.files)
     builder = (
         ApplicationBuilder()
         .with_graph(pipeline_graph(runner, verifier))
         .with_typing(PydanticTypingSystem(SessionState))
         .initialize_from(
-            loader,
+            saver,
             resume_at_next_action=True,
             default_state=(initial_state or SessionState()).fields(),
             default_entrypoint="start",
-            fork_from_app_id=fork_from,
-            fork_from_partition_key=PARTITION if fork_from else None,
         )
         .with_identifiers(app_id=app_id, partition_key=PARTITION)
         # the state is saved first, then projected: a crash or a full disk in between leaves

@@ -166,7 +166,7 @@ class Projector(PostRunStepHook):
             rel = f"stages/{spec.dir_name}"
             out = state.outputs.get(spec.slug)
             if out is None:
-                if (self.files.root / rel).exists():
+                if self.files.exists(rel):
                     self.files.remove(rel)
                 self._written.pop(f"{rel}/output.json", None)
                 self._written.pop(f"{rel}/output.md", None)
@@ -209,11 +209,7 @@ class Projector(PostRunStepHook):
             )
 
     def _prune(self, folder: str, keep: Mapping[str, str]) -> None:
-        path = self.files.root / folder
-        if not path.is_dir():
-            return
-        for child in path.glob("*.json"):
-            rel = f"{folder}/{child.name}"
+        for rel in self.files.list(folder):
             if rel not in keep:
                 self.files.remove(rel)
                 self._written.pop(rel, None)

@@ -1,0 +1,291 @@
+"""Runs on a job queue, for a team deployment: procrastinate on the shared PostgreSQL database.
+
+In team mode (``HAYTHAM_DATABASE_URL`` set) an app instance never runs a session itself: a run,
+a resume, or the run that follows a gate decision is a job in ``procrastinate_jobs``. Workers
+(``haytham worker``, on any machine) take jobs, run the session until its next gate, persist
+after every step (Burr's persister), and finish the job. Why procrastinate: it keeps its queue
+in the PostgreSQL database the sessions are already in, so a team needs no broker; see
+docs/deploy.md for the measured comparison.
+
+- **One job per session at a time**: each job carries the session id as its procrastinate
+  ``lock`` (jobs with one lock run one after another) and ``queueing_lock`` (a second run of a
+  session that is still waiting is refused with one sentence). The session's advisory lock
+  (:mod:`haytham.pgstore`) still guards every write.
+- **Acknowledged late**: a job stays ``doing`` until its run returns. Every worker sends a
+  heartbeat; each worker also sweeps for jobs whose worker stopped beating (SIGKILL, a lost
+  machine) and puts them back in the queue, where another worker resumes the session from its
+  last persisted step: completed stages are never run again.
+- **Bounded**: ``HAYTHAM_WORKER_CONCURRENCY`` sessions per worker process, and at most
+  ``HAYTHAM_PROVIDER_CONCURRENCY`` model calls in flight per provider across every worker
+  (:class:`haytham.models.limits.SharedCallSlots`).
+- **Stateless app instances**: :class:`QueuedRuns` answers the UI's questions (is it running,
+  how did it end) from the jobs table and the session's events, never from process memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from datetime import datetime
+from typing import Any
+
+import procrastinate
+from procrastinate import exceptions as pexc
+from procrastinate.job_context import JobContext
+
+from haytham.errors import HaythamError, SessionLocked
+from haytham.pgstore import PgStore
+from haytham.service import Haytham
+from haytham.worker import Job, JobState, RunWorker, describe_error
+
+log = logging.getLogger(__name__)
+
+TASK = "haytham.advance"
+QUEUE = "sessions"
+FAILED_EVENT = "job_failed"
+HEARTBEAT_S = 2.0  # how often a worker says it is alive
+STALLED_AFTER_S = 10.0  # a worker silent this long is gone: its jobs go back to the queue
+SWEEP_S = 2.0  # how often each worker looks for such jobs
+_STATES: dict[str, JobState] = {
+    "todo": "queued",
+    "doing": "running",
+    "succeeded": "finished",
+    "failed": "failed",
+    "cancelled": "failed",
+    "aborting": "running",
+    "aborted": "failed",
+}
+
+
+def advance(context: JobContext, session_id: str, label: str) -> None:
+    """The job: run ``session_id`` to its next gate (or the end) with this worker's service. A
+    failure is recorded in the session's events in one sentence (the UI shows it) and fails the
+    job; a session busy elsewhere (a reviewer's decision being written) is retried."""
+    service: Haytham = context.additional_context["service"]
+    job_id = context.job.id
+    log.info("job %s: %s of %s", job_id, label, session_id)
+    try:
+        service.run(session_id)
+    except SessionLocked:
+        raise
+    except Exception as exc:
+        message, kind = describe_error(exc)
+        if not isinstance(exc, HaythamError):
+            log.exception("job %s of %s failed", job_id, session_id)
+        with contextlib.suppress(HaythamError):
+            service.store.open(session_id).append_event(
+                FAILED_EVENT, None, job=job_id, error=message, error_type=kind
+            )
+        raise
+
+
+def queue_app(url: str) -> procrastinate.App:
+    """The procrastinate app on the shared database, with the one task registered."""
+    app = procrastinate.App(
+        connector=procrastinate.PsycopgConnector(
+            conninfo=url, kwargs={"application_name": f"haytham-queue {socket.gethostname()}"}
+        )
+    )
+    app.task(
+        name=TASK,
+        queue=QUEUE,
+        pass_context=True,
+        # a session busy in an app instance (a decision being written) frees up in moments
+        retry=procrastinate.RetryStrategy(
+            max_attempts=30, wait=1, retry_exceptions={SessionLocked}
+        ),
+    )(advance)
+    return app
+
+
+def migrate_queue(app: procrastinate.App) -> bool:
+    """Install procrastinate's schema once (``True`` when it was installed now)."""
+    with app.open():
+        connector = app.connector.get_sync_connector()
+        found = connector.execute_query_one(
+            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
+        )
+        if found["present"]:
+            return False
+        with contextlib.suppress(pexc.ConnectorException):  # a concurrent install won the race
+            app.schema_manager.apply_schema()
+            return True
+    return False
+
+
+class QueuedRuns(RunWorker):
+    """The app instance's side of the queue: the same methods as :class:`RunWorker`, answered
+    from the database, so every instance shows the same progress."""
+
+    def __init__(self, service: Haytham) -> None:
+        super().__init__(service)
+        store = service.store
+        if not isinstance(store, PgStore):
+            raise HaythamError("Queued runs need the shared database (HAYTHAM_DATABASE_URL).")
+        self.db = store.db
+        self.app = queue_app(store.db.url)
+        migrate_queue(self.app)
+        self.app.open()
+
+    def close(self) -> None:
+        self.app.close()
+
+    def run(self, session_id: str, label: str = "run") -> Job:
+        self.service.check_session(session_id)
+        current = self.job(session_id)
+        if current is not None and current.alive:
+            raise SessionLocked(
+                f"Session {session_id} is already {current.state} ({current.label}); wait for "
+                "it to finish."
+            )
+        try:
+            self.app.configure_task(TASK, lock=session_id, queueing_lock=session_id).defer(
+                session_id=session_id, label=label
+            )
+        except pexc.AlreadyEnqueued:
+            raise SessionLocked(
+                f"Session {session_id} already has a run waiting for a worker; it starts as "
+                "soon as one is free."
+            ) from None
+        except pexc.ConnectorException as exc:
+            raise self.db.unreachable(exc) from None
+        job = self.job(session_id)
+        assert job is not None
+        return job
+
+    def answer(self, session_id: str, answers: list[str]) -> Job:
+        self.service.answer_intake(session_id, answers, continue_run=False)
+        return self.run(session_id, "answers")
+
+    def _rows(self, session_id: str | None) -> list[tuple[Any, ...]]:
+        where = "j.lock = %s AND " if session_id else ""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT j.id, j.lock, j.status, j.args, "
+                "(SELECT min(at) FROM procrastinate_events e WHERE e.job_id = j.id), "
+                "(SELECT max(at) FROM procrastinate_events e WHERE e.job_id = j.id "
+                "AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted')) "
+                f"FROM procrastinate_jobs j WHERE {where}j.task_name = %s "
+                "ORDER BY j.id DESC" + (" LIMIT 1" if session_id else ""),
+                ((session_id,) if session_id else ()) + (TASK,),
+            )
+            return cur.fetchall()
+
+    def job(self, session_id: str) -> Job | None:
+        rows = self._rows(session_id)
+        if not rows:
+            return None
+        job_id, sid, status, args, began, ended = rows[0]
+        state = _STATES.get(str(status), "failed")
+        error = error_type = None
+        if state == "failed":
+            error, error_type = self._failure(sid, job_id)
+        return Job(
+            session_id=str(sid),
+            label=str((args or {}).get("label") or "run"),
+            state=state,
+            started_at=_seconds(began),
+            ended_at=_seconds(ended)
+            if ended is not None and state in ("finished", "failed")
+            else None,
+            error=error,
+            error_type=error_type,
+        )
+
+    def _failure(self, session_id: str, job_id: int) -> tuple[str, str]:
+        with contextlib.suppress(HaythamError):
+            for ev in reversed(self.service.store.open(session_id).events()):
+                data = ev.get("data") or {}
+                if ev.get("type") == FAILED_EVENT and data.get("job") == job_id:
+                    return str(data.get("error")), str(data.get("error_type"))
+        return "The run stopped in a worker; resume to try again.", "WorkerError"
+
+    def running(self) -> list[str]:
+        alive = {"todo", "doing", "aborting"}
+        latest: dict[str, str] = {}
+        for _id, sid, status, *_ in self._rows(None):
+            latest.setdefault(str(sid), str(status))
+        return sorted(s for s, status in latest.items() if status in alive)
+
+    def forget(self, session_id: str) -> None:
+        """Nothing to drop: the jobs table is the record."""
+
+    def wait(self, session_id: str, timeout: float | None = None) -> Job | None:
+        """Poll until the session's latest job ends (tests and benchmarks)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.job(session_id)
+            if job is None or not job.alive:
+                return job
+            if deadline is not None and time.monotonic() > deadline:
+                return job
+            time.sleep(0.1)
+
+
+def _seconds(at: datetime | None) -> float:
+    return at.timestamp() if at is not None else time.time()
+
+
+async def _sweep(app: procrastinate.App, every: float, stalled_after: float) -> None:
+    """Put the jobs of workers that stopped beating back in the queue."""
+    while True:
+        try:
+            for job in await app.job_manager.get_stalled_jobs(
+                task_name=TASK, seconds_since_heartbeat=stalled_after
+            ):
+                log.warning("job %s (session %s) lost its worker: queued again", job.id, job.lock)
+                await app.job_manager.retry_job(job)
+        except pexc.ProcrastinateException as exc:  # the database is away: try again later
+            log.warning("could not look for stalled jobs: %s", exc)
+        await asyncio.sleep(every)
+
+
+def run_worker(
+    service: Haytham,
+    *,
+    concurrency: int,
+    name: str | None = None,
+    heartbeat: float = HEARTBEAT_S,
+    stalled_after: float = STALLED_AFTER_S,
+) -> None:
+    """``haytham worker``: take jobs until SIGINT/SIGTERM (running jobs finish first)."""
+    store = service.store
+    if not isinstance(store, PgStore):
+        raise HaythamError(
+            "`haytham worker` runs sessions for a team deployment: set HAYTHAM_DATABASE_URL "
+            "(see docs/deploy.md). On one machine, `haytham run` and the app need no worker."
+        )
+    app = queue_app(store.db.url)
+    migrate_queue(app)
+    worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log.info(
+        "worker %s: taking up to %d sessions at once from %s (Ctrl-C or SIGTERM stops it "
+        "after its running jobs)",
+        worker_name,
+        concurrency,
+        store.location,
+    )
+
+    async def main() -> None:
+        async with app.open_async():
+            sweeper = asyncio.create_task(_sweep(app, SWEEP_S, stalled_after))
+            try:
+                await app.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=concurrency,
+                    name=worker_name,
+                    additional_context={"service": service},
+                    update_heartbeat_interval=heartbeat,
+                    stalled_worker_timeout=stalled_after,
+                    fetch_job_polling_interval=1.0,
+                    delete_jobs="never",
+                )
+            finally:
+                sweeper.cancel()
+
+    asyncio.run(main())
