@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
@@ -272,14 +273,36 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
     if args.command == "validate":
         from haytham.validate import cli_main
 
-        return cli_main(
-            args.target,
-            as_json=args.json,
-            sessions_dir=settings.sessions_dir,
-            validators=settings.validators,
-        )
+        with _validation_folder(args.target, settings) as (target, sessions_dir):
+            return cli_main(
+                target,
+                as_json=args.json,
+                sessions_dir=sessions_dir,
+                validators=settings.validators,
+            )
     with _service(settings) as svc:
         return _session_cmd(args, settings, svc)
+
+
+@contextlib.contextmanager
+def _validation_folder(target: str, settings: Settings) -> Iterator[tuple[str, Path]]:
+    """What ``haytham validate`` reads: a folder as given, or a session id of the sessions
+    folder; with the shared database, that session copied whole into a temporary folder (the
+    validators read the folder contract, which both stores keep)."""
+    if not settings.secret("database_url") or Path(target).exists():
+        yield target, settings.sessions_dir
+        return
+    from haytham.store import SessionStore, open_store
+    from haytham.transfer import dump_session, load_session
+
+    store = open_store(settings)
+    try:
+        with tempfile.TemporaryDirectory(prefix="haytham-validate-") as tmp:
+            copy = SessionStore(Path(tmp))
+            sid = load_session(copy, dump_session(store.open(target)))
+            yield sid, copy.root
+    finally:
+        store.close()
 
 
 def _progressing(

@@ -74,7 +74,13 @@ def progress() -> None:
         "gates": status.get("gates") or {},
         "waiting_at": status.get("gate"),
     }
-    if alive:
+    if alive and job.state == "queued":
+        box = st.status(
+            f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it",
+            state="running",
+            expanded=True,
+        )
+    elif alive:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
             label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"

@@ -1,0 +1,151 @@
+"""Pieces of the team-deployment tests: a throwaway PostgreSQL database per test, and
+``haytham worker`` processes against it (replay model, no network).
+
+The server is the one ``make services`` starts (``scripts/services.sh``); where none answers,
+the tests are skipped with the reason. ``HAYTHAM_TEST_PG`` names another server (a URL of its
+maintenance database, by a role that may create databases).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_helpers import CASSETTE, ROOT
+
+ADMIN_URL = os.environ.get(
+    "HAYTHAM_TEST_PG", "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
+)
+
+
+def _admin() -> Any:
+    try:
+        import psycopg2
+    except ImportError:
+        pytest.skip("psycopg2 is not installed (pip install -e '.[team]')")
+    try:
+        conn = psycopg2.connect(ADMIN_URL, connect_timeout=3)
+    except psycopg2.Error as exc:
+        first = (str(exc).strip().splitlines() or ["?"])[0]
+        pytest.skip(
+            f"no PostgreSQL for the team-deployment tests ({first}); `make services` installs "
+            "and starts one on loopback"
+        )
+    conn.autocommit = True
+    return conn
+
+
+@contextlib.contextmanager
+def database() -> Iterator[str]:
+    """The URL of a new, empty database, dropped afterwards (with anything still connected)."""
+    admin = _admin()
+    name = f"haytham_test_{secrets.token_hex(4)}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    base = ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
+
+
+def team_env(url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of an app instance or worker of the test deployment."""
+    return {
+        **os.environ,
+        "HAYTHAM_DATABASE_URL": url,
+        "HAYTHAM_PROVIDER": "replay",
+        "HAYTHAM_CASSETTE": str(CASSETTE),
+        "HAYTHAM_SESSIONS_DIR": str(tmp_path / "unused-sessions"),
+        "HAYTHAM_RETRY_DELAY": "0",
+        "HAYTHAM_INTAKE": "off",
+        "HAYTHAM_EMBEDDINGS": "off",
+        **extra,
+    }
+
+
+def team_settings(url: str, tmp_path: Path, **extra: str) -> Any:
+    from haytham.config import load_settings
+
+    env = team_env(url, tmp_path, **extra)
+    keys = ("HAYTHAM_", "OPENAI", "ANTHROPIC", "AWS", "OLLAMA")
+    return load_settings(env={k: v for k, v in env.items() if k.startswith(keys)}, dotenv=None)
+
+
+class Workers:
+    """``haytham worker`` processes; stopped (SIGTERM, then SIGKILL) when the block ends."""
+
+    def __init__(self, url: str, tmp_path: Path, **env: str) -> None:
+        self.url, self.tmp_path, self.env = url, tmp_path, env
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, n: int, concurrency: int = 1) -> None:
+        haytham = Path(sys.executable).parent / "haytham"
+        for _ in range(n):
+            name = f"w{len(self.procs) + 1}"
+            log = (self.tmp_path / f"{name}.log").open("wb")
+            self.procs.append(
+                subprocess.Popen(
+                    [str(haytham), "worker", "--name", name, "--concurrency", str(concurrency)],
+                    cwd=ROOT,
+                    env=team_env(self.url, self.tmp_path, **self.env),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        self.wait_ready(len([p for p in self.procs if p.poll() is None]))
+
+    def wait_ready(self, n: int, timeout: float = 60) -> None:
+        import psycopg2
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with (
+                contextlib.suppress(psycopg2.Error),
+                contextlib.closing(psycopg2.connect(self.url)) as conn,
+                conn.cursor() as cur,
+            ):
+                cur.execute(
+                    "SELECT count(*) FROM procrastinate_workers "
+                    "WHERE last_heartbeat > now() - interval '5 seconds'"
+                )
+                if cur.fetchone()[0] >= n:
+                    return
+            if any(p.poll() is not None for p in self.procs):
+                pytest.fail(f"a worker exited: {self.logs()}")
+            time.sleep(0.3)
+        pytest.fail(f"{n} workers did not come up: {self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in sorted(self.tmp_path.glob("w*.log"))
+        )
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

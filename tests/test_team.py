@@ -1,0 +1,404 @@
+"""The team deployment against a real PostgreSQL: the shared store, the job queue, two app
+instances and workers that survive each other (docs/deploy.md).
+
+Skipped, with the reason, where no PostgreSQL answers (``make services`` starts one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from browser_helpers import CHROMIUM, IDEA, browser_page, served
+from team_helpers import Workers, database, team_env, team_settings
+
+pytestmark = pytest.mark.team
+in_browser = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium (make browser installs it)",
+)
+
+
+@pytest.fixture
+def db():
+    with database() as url:
+        yield url
+
+
+def _service(url: str, tmp_path: Path, **env: str):
+    from haytham.app import make_service
+
+    return make_service(team_settings(url, tmp_path, **env), tracking=False)
+
+
+def _completed(svc, sid: str) -> list[str]:
+    return [str(e["stage"]) for e in svc.store.open(sid).events() if e["type"] == "stage_completed"]
+
+
+def _one_sentence(text: str) -> bool:
+    return "\n" not in text and "Traceback" not in text and text.rstrip().endswith(".")
+
+
+# -- the shared store --------------------------------------------------------------------------
+def test_the_shared_store_keeps_the_folder_contract(db, tmp_path) -> None:
+    from haytham.errors import InputError, SessionLocked, SessionNotFound
+
+    svc = _service(db, tmp_path)
+    files = svc.store.create("team-a")
+    files.write_json("stages/01_idea/output.json", {"x": 1})
+    files.write_text("verifications/why.json", "{}\n")
+    files.write_text("verifications/deep/what.json", "{}\n")
+    assert files.read_json("stages/01_idea/output.json") == {"x": 1}
+    assert files.exists("stages/01_idea") and not files.exists("stages/01_ide")
+    assert files.list("verifications") == ["verifications/why.json"]
+    files.remove("verifications")
+    assert files.list("verifications") == [] and files.exists("stages/01_idea/output.json")
+    files.append_event("session_created", None, provider="replay")
+    assert [e["type"] for e in files.events()] == ["session_created"]
+    with pytest.raises(InputError, match="already exists"):
+        svc.store.create("team-a")
+    with pytest.raises(InputError):
+        files.write_text("../outside.json", "{}")
+
+    other = _service(db, tmp_path)  # another process's view: one writer at a time
+    with files.lock():
+        assert other.store.open("team-a").is_busy()
+        with pytest.raises(SessionLocked) as refused, other.store.open("team-a").lock():
+            pass
+        assert _one_sentence(str(refused.value)) and "busy in another process" in str(refused.value)
+    assert not other.store.open("team-a").is_busy()
+
+    svc.delete_session("team-a")
+    with pytest.raises(SessionNotFound):
+        other.store.open("team-a")
+    assert other.list_sessions() == []
+
+
+def test_a_dead_holders_lock_is_released_by_the_server(db, tmp_path) -> None:
+    svc = _service(db, tmp_path)
+    svc.store.create("held")
+    code = (
+        "import sys, time\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from team_helpers import team_settings\n"
+        "from haytham.store import open_store\n"
+        "from pathlib import Path\n"
+        f"store = open_store(team_settings({db!r}, Path({str(tmp_path)!r})))\n"
+        "with store.open('held').lock():\n"
+        "    print('locked', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        assert svc.store.open("held").is_busy()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        deadline = time.monotonic() + 10
+        while svc.store.open("held").is_busy() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with svc.store.open("held").lock():  # free again: nobody is left holding it
+            pass
+    finally:
+        holder.kill()
+
+
+def test_export_from_the_shared_store_and_import_into_the_folder_round_trips_exactly(
+    db, tmp_path
+) -> None:
+    from haytham.app import make_service
+    from haytham.config import load_settings
+
+    shared = _service(db, tmp_path)
+    sid = shared.create_session(IDEA)
+    shared.run(sid, auto_approve=True, until=3)  # two gates decided, stops at Gate 3
+    bundle_path = tmp_path / "session.json"
+    bundle_path.write_text(shared.export(sid, "session"), encoding="utf-8")
+
+    folder_settings = load_settings(
+        env={"HAYTHAM_EMBEDDINGS": "off", "HAYTHAM_INTAKE": "off"},
+        dotenv=None,
+        provider="replay",
+        cassette=shared.settings.cassette,
+        sessions_dir=tmp_path / "folder",
+    )
+    embedded = make_service(folder_settings, tracking=False)
+    assert embedded.import_session(bundle_path) == sid
+    again = json.loads(embedded.export(sid, "session"))
+    assert again == json.loads(bundle_path.read_text(encoding="utf-8"))
+    for fmt in ("json", "markdown"):
+        assert embedded.export(sid, fmt) == shared.export(sid, fmt)
+    assert embedded.status(sid)["status"] == shared.status(sid)["status"] == "waiting_gate_3"
+
+    # the imported session goes on in the folder store, from where it stood
+    embedded.run(sid, auto_approve=True)
+    assert embedded.status(sid)["status"] == "done"
+    assert sorted(_completed(embedded, sid)) == sorted(set(_completed(embedded, sid)))
+
+    # and back: the folder's session into a second shared database is the same session
+    with database() as second:
+        other = _service(second, tmp_path)
+        (tmp_path / "done.json").write_text(embedded.export(sid, "session"), encoding="utf-8")
+        other.import_session(tmp_path / "done.json")
+        assert json.loads(other.export(sid, "session")) == json.loads(
+            embedded.export(sid, "session")
+        )
+
+
+def test_import_refuses_what_is_not_a_session_export_and_writes_nothing(db, tmp_path) -> None:
+    from haytham.errors import InputError
+
+    svc = _service(db, tmp_path)
+    bad = tmp_path / "bad.json"
+    for text in ("not json", '{"format": "other"}', '{"format": "haytham-session", "version": 1}'):
+        bad.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError) as refused:
+            svc.import_session(bad)
+        assert _one_sentence(str(refused.value))
+    assert svc.list_sessions() == []
+
+
+# -- the queue ---------------------------------------------------------------------------------
+def test_a_worker_killed_mid_stage_is_replaced_and_no_completed_stage_runs_again(
+    db, tmp_path
+) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers:
+        workers.start(2)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        deadline = time.monotonic() + 60
+        while len(_completed(svc, sid)) < 2:  # stage 1 and the anchor are done; stage 2 runs
+            assert time.monotonic() < deadline, workers.logs()
+            time.sleep(0.1)
+        holder = svc.store.open(sid)._holder()
+        assert holder is not None and " pid " in holder
+        pid = int(holder.rsplit(" pid ", 1)[1])
+        assert pid in [p.pid for p in workers.procs]
+        os.kill(pid, signal.SIGKILL)
+        killed_at = len(_completed(svc, sid))
+
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    done = _completed(svc, sid)
+    assert svc.status(sid)["status"] == "waiting_gate_1"
+    assert len(done) == len(set(done)), f"a completed stage ran again: {done}"
+    assert len(done) > killed_at  # the other worker finished the rest
+    assert "lost its worker" in workers.logs()
+
+
+def test_a_second_run_of_a_waiting_session_is_refused_in_one_sentence(db, tmp_path) -> None:
+    from haytham.app import make_runs
+    from haytham.errors import SessionLocked
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sid = svc.create_session(IDEA)
+    first = runs.run(sid)  # no worker yet: it waits in the queue
+    assert first.state == "queued" and runs.is_running(sid) and runs.running() == [sid]
+    with pytest.raises(SessionLocked) as refused:
+        runs.run(sid)
+    assert _one_sentence(str(refused.value))
+    with Workers(db, tmp_path) as workers:
+        workers.start(1)
+        job = runs.wait(sid, timeout=60)
+    assert job is not None and job.state == "finished"
+    assert runs.running() == []
+
+
+def test_provider_slots_bound_the_calls_in_flight_across_processes(db, tmp_path) -> None:
+    import asyncio
+
+    from haytham.models.limits import SharedCallSlots
+    from haytham.pgstore import Database
+
+    slots = [SharedCallSlots(2, Database(db).connect) for _ in range(3)]  # three "workers"
+    inside, peak, guard = [0], [0], threading.Lock()
+
+    async def call(n: int) -> None:
+        async with slots[n % 3].held("replay"):
+            with guard:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            await asyncio.sleep(0.2)
+            with guard:
+                inside[0] -= 1
+
+    def worker(n: int) -> None:
+        asyncio.run(call(n))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert peak[0] == 2
+
+
+def test_two_reviewers_approving_one_gate_at_once_one_wins(db, tmp_path) -> None:
+    from haytham.errors import HaythamError
+
+    first, second = _service(db, tmp_path), _service(db, tmp_path)  # two app instances
+    sid = first.create_session(IDEA)
+    first.run(sid)
+    state = first.load_state(sid)
+    assert state.anchor is not None
+    for inv in state.anchor.open_ambiguities():
+        first.clarify(sid, inv.property, "1")
+    start = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def approve(name: str, svc) -> None:
+        start.wait()
+        try:
+            results[name] = svc.approve(sid, 1, f"by {name}", continue_run=False)
+        except HaythamError as exc:
+            results[name] = exc
+
+    threads = [threading.Thread(target=approve, args=p) for p in (("a", first), ("b", second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    errors = [r for r in results.values() if isinstance(r, HaythamError)]
+    assert len(results) == 2 and len(errors) == 1, results
+    assert _one_sentence(str(errors[0]))
+    gate = first.load_state(sid).gates[1]
+    assert gate.status == "approved"
+    approvals = [e for e in first.store.open(sid).events() if e["type"] == "gate_command"]
+    assert [e["data"]["command"] for e in approvals].count("approve") == 1
+
+
+# -- two app instances -------------------------------------------------------------------------
+def _start_in_browser(page, server: str) -> str:
+    from playwright.sync_api import expect
+
+    page.goto(server)  # the main page is New idea
+    box = page.get_by_label("Your idea")
+    box.fill(IDEA)
+    box.press("Control+Enter")
+    page.get_by_role("button", name="Start").click()
+    expect(page.get_by_role("heading", name="Run")).to_be_visible()
+    deadline = time.monotonic() + 30
+    while "session=" not in page.url:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return page.url.split("session=", 1)[1].split("&", 1)[0]
+
+
+@in_browser
+def test_twenty_sessions_started_through_two_app_instances_reach_gate_1(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    env = team_env(db, tmp_path)
+    del env["HAYTHAM_SESSIONS_DIR"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    extra = {k: v for k, v in env.items() if k.startswith("HAYTHAM_")}
+    with (
+        Workers(db, tmp_path) as workers,
+        served(tmp_path / "a", **extra) as one,
+        served(tmp_path / "b", **extra) as two,
+        browser_page(tmp_path) as page,
+    ):
+        workers.start(2, concurrency=2)
+        started = [_start_in_browser(page, (one, two)[n % 2]) for n in range(20)]
+        assert len(set(started)) == 20
+        deadline = time.monotonic() + 180
+        for sid in started:
+            job = runs.wait(sid, timeout=max(1.0, deadline - time.monotonic()))
+            assert job is not None and job.state == "finished", (sid, job, workers.logs())
+        assert {svc.status(sid)["status"] for sid in started} == {"waiting_gate_1"}
+        assert sorted(svc.list_sessions()) == sorted(started)
+
+
+def _progress_text(page, server: str, sid: str) -> str:
+    """The Run page's progress lines as a reviewer reads them (steps done, the stage running
+    now, the calls so far), elapsed seconds left out: they tick between two page loads."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{server}/run?session={sid}")
+    expect(page.get_by_text("now:").first).to_be_visible()
+    expect(page.get_by_text("model calls finished")).to_be_visible()
+    text = page.locator("[data-testid='stMain']").inner_text()
+    keep = ("steps done", "Running", "model calls finished")
+    lines = [line for line in text.splitlines() if any(k in line for k in keep)]
+    return re.sub(r"\d+(\.\d+)? ?(s|min)\b", "…", "\n".join(lines))
+
+
+@in_browser
+def test_two_app_instances_show_the_same_live_progress(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    extra = {k: v for k, v in team_env(db, tmp_path).items() if k.startswith("HAYTHAM_")} | {
+        "HAYTHAM_REPLAY_LATENCY": "1"
+    }
+    extra.pop("HAYTHAM_SESSIONS_DIR")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers,
+        served(tmp_path / "a", **extra) as one,
+        served(tmp_path / "b", **extra) as two,
+        browser_page(tmp_path) as page,
+    ):
+        workers.start(1)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        deadline = time.monotonic() + 60
+        while len(_completed(svc, sid)) < 2 or runs.current_stage(sid) is None:
+            assert time.monotonic() < deadline, workers.logs()
+            time.sleep(0.05)
+        worker = workers.procs[0]
+        worker.send_signal(signal.SIGSTOP)  # freeze the run mid-stage (shorter than a stall)
+        time.sleep(0.2)
+        now = runs.current_stage(sid)
+        assert now is not None
+        try:
+            seen = [_progress_text(page, server, sid) for server in (one, two)]
+        finally:
+            worker.send_signal(signal.SIGCONT)
+        assert seen[0] == seen[1], seen
+        assert f"Running · … · now: {now.stage}" in seen[0], seen[0]
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished"
+
+
+def test_validate_export_and_status_work_on_the_shared_store_from_the_cli(db, tmp_path) -> None:
+    svc = _service(db, tmp_path)
+    sid = svc.create_session(IDEA)
+    svc.run(sid)
+    haytham = str(Path(sys.executable).parent / "haytham")
+    env = team_env(db, tmp_path)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [haytham, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    checked = cli("validate", sid, "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["findings"] is not None
+    status = cli("status", sid, "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["status"] == "waiting_gate_1"
+    assert cli("export", sid).stdout == svc.export(sid, "markdown")
+    missing = cli("validate", "no-such-session")
+    assert missing.returncode != 0 and _one_sentence(missing.stderr.strip().splitlines()[-1])
+    assert "Traceback" not in missing.stderr
