@@ -17,7 +17,8 @@ K        ?=
 DEADCODE = $(BIN)/vulture | grep -E '^(haytham|frontend_streamlit)/' \
 	| grep -vE 'unused (variable|attribute)' | { ! grep .; }
 
-.PHONY: run test test-slow test-agents lint burr stages graph clean setup setup-local browser
+.PHONY: run test test-slow test-agents lint burr stages graph clean setup setup-local browser \
+	services run-team
 
 $(VENV)/.base: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,7 +55,17 @@ test: $(VENV)/.base browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(DEADCODE)
+	bash scripts/services.sh --optional
 	$(BIN)/pytest -q
+
+# Team deployment (docs/deploy.md): PostgreSQL on this machine (Debian's; installed if missing),
+# then two app instances (ports 8501, 8502; PORTS=...) and two workers on it. `make test` calls
+# services.sh --optional: the team tests run where PostgreSQL can be set up, else are skipped.
+services:
+	bash scripts/services.sh
+
+run-team: $(VENV)/.base
+	bash scripts/run-team.sh
 
 test-slow: $(VENV)/.local
 	$(BIN)/pytest -q -m slow
