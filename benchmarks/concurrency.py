@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
-from haytham.service import TRACKING_DIR  # noqa: E402
 from haytham.stages import ANCHOR_AGENT, STAGES  # noqa: E402
+from haytham.store import SessionStore  # noqa: E402
 
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"  # stages + passing verifiers
 BASE_IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text(encoding="utf-8").strip()
@@ -124,7 +124,7 @@ def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     for path in [p for p in root.rglob("*") if p.is_file() and p.name != "state.db"]:
         text = path.read_text(encoding="utf-8", errors="replace")
         problems += [f"{path.name} holds {o}" for o in others if o in text]
-    log = sessions / TRACKING_DIR / "haytham" / sid / "log.jsonl"
+    log = SessionStore(sessions).tracking_dir / "haytham" / sid / "log.jsonl"
     tracked = log.read_text(encoding="utf-8") if log.exists() else ""
     if marker(n) not in tracked or any(o in tracked for o in others):
         problems.append("the Burr tracking log is missing or holds another session")

@@ -70,6 +70,16 @@ def _burr(settings: Settings) -> str:
 
 
 def _sessions_dir(settings: Settings) -> str:
+    url = settings.secret("database_url")
+    if url:  # team deployment: the sessions are in PostgreSQL
+        from haytham.pgstore import PgStore
+
+        store = PgStore(url)
+        try:
+            count = len(store.list_ids())
+        finally:
+            store.close()
+        return f"shared database {store.location} reachable, tables current, {count} sessions"
     folder = settings.sessions_dir
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:

@@ -32,7 +32,7 @@ from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
 from haytham.schemas.revision import Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
-from haytham.store import SessionFiles
+from haytham.store import Session
 
 AUTO_FEEDBACK = "[automatic rework by the verifier] "
 """How ``verify_phase`` marks a gate record's feedback written by the automatic rework."""
@@ -489,7 +489,7 @@ def _utc(created: Any) -> str | None:
     return text if "+" in text[10:] or text.endswith("Z") else f"{text}+00:00"
 
 
-def load_steps(files: SessionFiles, phase: Phase) -> list[Step]:
+def load_steps(files: Session, phase: Phase) -> list[Step]:
     """Every completed step of the session, oldest first, with only what ``phase``'s history
     reads (its stages' outputs and findings, the gates, reviews, reworks, verifications).
     Read-only: a missing database or table is an empty history."""

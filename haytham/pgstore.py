@@ -43,6 +43,7 @@ from haytham.store import (
     TABLE,
     StateRow,
     event_line,
+    row_inserts,
     state_query,
     state_row,
     validate_session_id,
@@ -50,6 +51,15 @@ from haytham.store import (
 
 SCHEMA_VERSION = 1
 MAX_POOLED = 16  # pooled connections per process (locks and Burr persisters have their own)
+# A machine that vanishes (power, network) holds its session locks until the server notices its
+# connection is gone: TCP keepalives on both ends make that about 30 s instead of hours.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "options": "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3",
+}
 # Each migration runs once, in order, inside one transaction, under a transaction-level advisory
 # lock, so app instances and workers that start together never race on the schema.
 MIGRATIONS: tuple[str, ...] = (
@@ -126,7 +136,9 @@ class Database:
     def connect(self) -> psycopg2.extensions.connection:
         """A new connection of its own (closing it releases what it holds)."""
         try:
-            return psycopg2.connect(self.url, application_name=self._name, connect_timeout=10)
+            return psycopg2.connect(
+                self.url, application_name=self._name, connect_timeout=10, **KEEPALIVES
+            )
         except psycopg2.Error as exc:
             raise self.unreachable(exc) from None
 
@@ -135,7 +147,12 @@ class Database:
             if self._pool is None:
                 try:
                     self._pool = psycopg2.pool.ThreadedConnectionPool(
-                        0, MAX_POOLED, self.url, application_name=self._name, connect_timeout=10
+                        0,
+                        MAX_POOLED,
+                        self.url,
+                        application_name=self._name,
+                        connect_timeout=10,
+                        **KEEPALIVES,
                     )
                 except psycopg2.Error as exc:
                     raise self.unreachable(exc) from None
@@ -410,22 +427,7 @@ class PgSession:
     def write_rows(self, rows: list[StateRow]) -> None:
         """Insert persisted steps as they are (an import keeps their times)."""
         with self._writing(), self.db.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {TABLE} (partition_key, app_id, sequence_id, position, state, "
-                "status, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        PARTITION,
-                        self.session_id,
-                        r.sequence_id,
-                        r.position,
-                        json.dumps(r.state),
-                        r.status,
-                        r.created_at,
-                    )
-                    for r in rows
-                ],
-            )
+            cur.executemany(*row_inserts("%s", self.session_id, rows))
 
     def storage_failure(self, exc: Exception) -> HaythamError | None:
         """A failed database write in one sentence (the last persisted step is kept)."""

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import time
 from datetime import datetime
 from typing import Any
@@ -95,8 +96,9 @@ def queue_app(url: str) -> procrastinate.App:
         queue=QUEUE,
         pass_context=True,
         # a session busy in an app instance (a decision being written) frees up in moments
+        # (or, after a machine vanished, until the server drops its connection: keepalives)
         retry=procrastinate.RetryStrategy(
-            max_attempts=30, wait=1, retry_exceptions={SessionLocked}
+            max_attempts=120, wait=1, retry_exceptions={SessionLocked}
         ),
     )(advance)
     return app
@@ -161,31 +163,31 @@ class QueuedRuns(RunWorker):
         self.service.answer_intake(session_id, answers, continue_run=False)
         return self.run(session_id, "answers")
 
-    def _rows(self, session_id: str | None) -> list[tuple[Any, ...]]:
-        where = "j.lock = %s AND " if session_id else ""
+    def _latest(self, session_id: str) -> tuple[Any, ...] | None:
+        """The session's latest job: id, status, arguments, when asked, when it ended."""
         with self.db.cursor() as cur:
             cur.execute(
-                "SELECT j.id, j.lock, j.status, j.args, "
+                "SELECT j.id, j.status, j.args, "
                 "(SELECT min(at) FROM procrastinate_events e WHERE e.job_id = j.id), "
                 "(SELECT max(at) FROM procrastinate_events e WHERE e.job_id = j.id "
                 "AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted')) "
-                f"FROM procrastinate_jobs j WHERE {where}j.task_name = %s "
-                "ORDER BY j.id DESC" + (" LIMIT 1" if session_id else ""),
-                ((session_id,) if session_id else ()) + (TASK,),
+                "FROM procrastinate_jobs j WHERE j.lock = %s AND j.task_name = %s "
+                "ORDER BY j.id DESC LIMIT 1",
+                (session_id, TASK),
             )
-            return cur.fetchall()
+            return cur.fetchone()
 
     def job(self, session_id: str) -> Job | None:
-        rows = self._rows(session_id)
-        if not rows:
+        row = self._latest(session_id)
+        if row is None:
             return None
-        job_id, sid, status, args, began, ended = rows[0]
+        job_id, status, args, began, ended = row
         state = _STATES.get(str(status), "failed")
         error = error_type = None
         if state == "failed":
-            error, error_type = self._failure(sid, job_id)
+            error, error_type = self._failure(session_id, job_id)
         return Job(
-            session_id=str(sid),
+            session_id=session_id,
             label=str((args or {}).get("label") or "run"),
             state=state,
             started_at=_seconds(began),
@@ -205,11 +207,14 @@ class QueuedRuns(RunWorker):
         return "The run stopped in a worker; resume to try again.", "WorkerError"
 
     def running(self) -> list[str]:
-        alive = {"todo", "doing", "aborting"}
-        latest: dict[str, str] = {}
-        for _id, sid, status, *_ in self._rows(None):
-            latest.setdefault(str(sid), str(status))
-        return sorted(s for s, status in latest.items() if status in alive)
+        """Sessions with a job waiting or running (one job per session at a time)."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT DISTINCT lock FROM procrastinate_jobs WHERE task_name = %s "
+                "AND status IN ('todo', 'doing', 'aborting') ORDER BY lock",
+                (TASK,),
+            )
+            return [str(r[0]) for r in cur.fetchall()]
 
     def forget(self, session_id: str) -> None:
         """Nothing to drop: the jobs table is the record."""
@@ -262,13 +267,11 @@ def run_worker(
     app = queue_app(store.db.url)
     migrate_queue(app)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    log.info(
-        "worker %s: taking up to %d sessions at once from %s (Ctrl-C or SIGTERM stops it "
-        "after its running jobs)",
-        worker_name,
-        concurrency,
-        store.location,
+    print(
+        f"worker {worker_name}: taking up to {concurrency} session(s) at once from "
+        f"{store.location} (Ctrl-C or SIGTERM stops it once its running jobs end)",
+        file=sys.stderr,
+        flush=True,
     )
 
     async def main() -> None:

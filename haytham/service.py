@@ -55,7 +55,7 @@ from haytham.session_state import (
 from haytham.stages import Phase, get_stage
 from haytham.status import session_status
 from haytham.store import (
-    SessionFiles,
+    Session,
     new_session_id,
     now,
     open_store,
@@ -63,7 +63,7 @@ from haytham.store import (
 )
 from haytham.transfer import SESSION_FORMAT, dump_session, load_session, read_bundle
 
-VerifierFactory = Callable[[Settings, ModelRuntime, SessionFiles], actions.Verifier | None]
+VerifierFactory = Callable[[Settings, ModelRuntime, Session], actions.Verifier | None]
 MAX_REQUEST_CHARS = 2000
 
 
@@ -147,7 +147,7 @@ class Haytham:
     def delete_session(self, session_id: str) -> None:
         self.store.delete(session_id)
 
-    def _app(self, files: SessionFiles) -> Application:
+    def _app(self, files: Session) -> Application:
         files.tidy()  # temp files of a process killed mid-write (we hold the lock)
         meta = files.read_json("session.json", default={}) or {}
         runner = StageRunner(
@@ -217,7 +217,7 @@ class Haytham:
             return Outcome(session_id, state.status, next_action=nxt.name if nxt else None)
 
     def _advance(
-        self, files: SessionFiles, app: Application, *, until: int | None, auto_approve: bool
+        self, files: Session, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
         messages: list[str] = []
         gates = {gate_name(p): p.gate for p in Phase}

@@ -19,11 +19,11 @@ from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
 from haytham.pipeline.state import RunStatus, SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
-from haytham.store import PARTITION, SessionFiles
+from haytham.store import PARTITION, Session
 
 
 def save_state(
-    files: SessionFiles,
+    files: Session,
     seq: int,
     position: str,
     state: SessionState,
@@ -57,7 +57,7 @@ class _Row:
     status: str
 
 
-def _latest_row(files: SessionFiles, *, other_than: str | None = None) -> _Row | None:
+def _latest_row(files: Session, *, other_than: str | None = None) -> _Row | None:
     """The latest persisted row of this session (or, with ``other_than``, of the most recent
     other id). Read-only: it never creates the table or the file, so ``status`` on a damaged
     session writes nothing."""
@@ -72,12 +72,12 @@ def _latest_row(files: SessionFiles, *, other_than: str | None = None) -> _Row |
     return _Row(row.app_id, state, row.position, row.sequence_id, row.status)
 
 
-def _db_state(files: SessionFiles) -> tuple[SessionState, int] | None:
+def _db_state(files: Session) -> tuple[SessionState, int] | None:
     row = _latest_row(files)
     return (row.state, row.sequence_id) if row else None
 
 
-def _snapshot(files: SessionFiles) -> dict[str, Any] | None:
+def _snapshot(files: Session) -> dict[str, Any] | None:
     """``state.json`` when it is readable and names a step of the graph, else ``None`` (an
     unreadable one is listed by ``status`` among the broken files)."""
     try:
@@ -93,7 +93,7 @@ def _snapshot(files: SessionFiles) -> dict[str, Any] | None:
     return None
 
 
-def recover_state(files: SessionFiles) -> Recovered | None:
+def recover_state(files: Session) -> Recovered | None:
     """The state to rebuild ``state.db`` from, when the session folder holds more than it.
 
     The database can be deleted, emptied, replaced by an older copy, or belong to another id
@@ -127,7 +127,7 @@ def recover_state(files: SessionFiles) -> Recovered | None:
     return Recovered(state, other.position, other.sequence_id, why, other.status)
 
 
-def _snapshot_state(files: SessionFiles, raw: dict[str, Any]) -> SessionState | None:
+def _snapshot_state(files: Session, raw: dict[str, Any]) -> SessionState | None:
     """The typed state of a snapshot under this session's id; ``None`` if it does not fit."""
     try:
         return SessionState.of({**raw, "session_id": files.session_id})
@@ -135,11 +135,11 @@ def _snapshot_state(files: SessionFiles, raw: dict[str, Any]) -> SessionState | 
         return None
 
 
-def _has_stage_files(files: SessionFiles) -> bool:
+def _has_stage_files(files: Session) -> bool:
     return any(files.exists(f"stages/{s.dir_name}/output.json") for s in STAGES)
 
 
-def _refuse_without_state(files: SessionFiles) -> None:
+def _refuse_without_state(files: Session) -> None:
     """Stage files exist but neither the database nor ``state.json`` says where the session
     stands: any command would start over (or export nothing), so none is run."""
     if _has_stage_files(files):
@@ -150,7 +150,7 @@ def _refuse_without_state(files: SessionFiles) -> None:
         )
 
 
-def ensure_state(files: SessionFiles) -> None:
+def ensure_state(files: Session) -> None:
     """Before a command writes: rebuild ``state.db`` from the folder when it lost the state.
 
     Refuses (one sentence, nothing changed) when stage files exist but neither the database
@@ -166,7 +166,7 @@ def ensure_state(files: SessionFiles) -> None:
         _refuse_without_state(files)
 
 
-def load_state_seq(files: SessionFiles) -> tuple[SessionState, int]:
+def load_state_seq(files: Session) -> tuple[SessionState, int]:
     """The latest persisted state: ``state.db``, or what :func:`recover_state` finds (read-only:
     nothing is written here; a writing command rebuilds the database with :func:`ensure_state`).
 
@@ -188,9 +188,9 @@ def load_state_seq(files: SessionFiles) -> tuple[SessionState, int]:
 
 
 @contextlib.contextmanager
-def storage_errors(files: SessionFiles) -> Iterator[None]:
+def storage_errors(files: Session) -> Iterator[None]:
     """Turn a failed write below us (the Burr state, Burr tracking) into a one-sentence error
-    (:meth:`SessionFiles.storage_failure` says which errors its storage raises and what they
+    (:meth:`Session.storage_failure` says which errors its storage raises and what they
     mean). The state is saved before the files are projected from it, so what was persisted
     stays consistent and ``resume`` continues from it."""
     try:
@@ -204,7 +204,7 @@ def storage_errors(files: SessionFiles) -> Iterator[None]:
         raise found from None
 
 
-def load_state(files: SessionFiles) -> SessionState:
+def load_state(files: Session) -> SessionState:
     return load_state_seq(files)[0]
 
 

@@ -11,10 +11,10 @@ from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
 from haytham.pipeline.projection import summarize
 from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
-from haytham.store import SCHEMA_VERSION, SessionFiles
+from haytham.store import SCHEMA_VERSION, Session
 
 
-def broken_files(files: SessionFiles) -> list[str]:
+def broken_files(files: Session) -> list[str]:
     """Session files that cannot be read back: ``path: reason`` for each."""
     problems = []
     candidates = ["concept_anchor.json", "gates.json", "summary.json", "session.json"]
@@ -96,7 +96,7 @@ def intake_status(state: SessionState) -> dict[str, Any] | None:
     return out
 
 
-def session_status(files: SessionFiles, state: SessionState) -> dict[str, Any]:
+def session_status(files: Session, state: SessionState) -> dict[str, Any]:
     try:
         events, unreadable = files.events(), []
     except SessionCorrupt as exc:  # the audit log is damaged; the state still answers

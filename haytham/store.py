@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from burr.core.persistence import SQLitePersister
 
@@ -65,6 +65,56 @@ class StateRow:
     created_at: str | None = None
 
 
+class Session(Protocol):
+    """What every command reads and writes of one session, whichever store holds it: a session
+    folder (:class:`SessionFiles`) or the shared database (:class:`haytham.pgstore.PgSession`)."""
+
+    session_id: str
+
+    @property
+    def state_label(self) -> str: ...
+    def shown(self, rel: str) -> str: ...
+    def where(self, rel: str) -> str: ...
+    def write_text(self, rel: str, text: str) -> None: ...
+    def write_json(self, rel: str, data: Any) -> None: ...
+    def read_text(self, rel: str, default: str = "") -> str: ...
+    def read_json(self, rel: str, default: Any = None) -> Any: ...
+    def exists(self, rel: str) -> bool: ...
+    def list(self, folder: str) -> list[str]: ...
+    def all_files(self) -> dict[str, str]: ...
+    def remove(self, rel: str) -> None: ...
+    def tidy(self) -> None: ...
+    def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event: ...
+    def append_lines(self, lines: list[str]) -> None: ...
+    def event_lines(self) -> list[str]: ...
+    def events(self) -> list[dict[str, Any]]: ...
+    def updated_at(self) -> str: ...
+    def is_busy(self) -> bool: ...
+    def lock(self, *, check_links: bool = True) -> contextlib.AbstractContextManager[None]: ...
+    def persister(self) -> Any: ...
+    def state_rows(
+        self, *, mine: bool = True, latest: bool = False, completed: bool = False
+    ) -> list[StateRow]: ...
+    def write_rows(self, rows: list[StateRow]) -> None: ...
+    def storage_failure(self, exc: Exception) -> HaythamError | None: ...
+
+
+class Store(Protocol):
+    """The sessions: a folder (:class:`SessionStore`) or the shared database
+    (:class:`haytham.pgstore.PgStore`)."""
+
+    @property
+    def location(self) -> str: ...
+    @property
+    def tracking_dir(self) -> Path | None: ...
+    def create(self, session_id: str) -> Session: ...
+    def open(self, session_id: str) -> Session: ...
+    def exists(self, session_id: str) -> bool: ...
+    def list_ids(self) -> list[str]: ...
+    def delete(self, session_id: str) -> None: ...
+    def close(self) -> None: ...
+
+
 def sqlite_persister(db_path: str) -> SQLitePersister:
     """Burr's SQLite persister for one session's ``state.db`` (its table made if missing)."""
     made = SQLitePersister(
@@ -94,6 +144,30 @@ def state_query(placeholder: str, *, mine: bool, latest: bool, completed: bool) 
     return f"SELECT {_ROW_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY {order}" + (
         " LIMIT 1" if latest else ""
     )
+
+
+def row_inserts(
+    placeholder: str, session_id: str, rows: list[StateRow]
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The INSERT of persisted steps as they are, times kept (an import), and its parameters."""
+    marks = ", ".join([placeholder] * 7)
+    sql = (
+        f"INSERT INTO {TABLE} (partition_key, app_id, sequence_id, position, state, status, "
+        f"created_at) VALUES ({marks})"
+    )
+    params = [
+        (
+            PARTITION,
+            session_id,
+            r.sequence_id,
+            r.position,
+            json.dumps(r.state),
+            r.status,
+            r.created_at,
+        )
+        for r in rows
+    ]
+    return sql, params
 
 
 def state_row(raw: tuple[Any, ...]) -> StateRow:
@@ -408,22 +482,7 @@ class SessionFiles:
         conn = sqlite3.connect(str(self.state_db))
         try:
             with conn:
-                conn.executemany(
-                    f"INSERT INTO {TABLE} (partition_key, app_id, sequence_id, position, state, "
-                    "status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            PARTITION,
-                            self.session_id,
-                            r.sequence_id,
-                            r.position,
-                            json.dumps(r.state),
-                            r.status,
-                            r.created_at,
-                        )
-                        for r in rows
-                    ],
-                )
+                conn.executemany(*row_inserts("?", self.session_id, rows))
         finally:
             conn.close()
 
@@ -638,7 +697,7 @@ class SessionStore:
             shutil.rmtree(files.root)
 
 
-def open_store(settings: Any) -> Any:
+def open_store(settings: Any) -> Store:
     """The sessions folder, or the shared PostgreSQL store when ``HAYTHAM_DATABASE_URL`` is set
     (:mod:`haytham.pgstore`; both offer the same methods)."""
     url = settings.secret("database_url")

@@ -402,3 +402,16 @@ def test_validate_export_and_status_work_on_the_shared_store_from_the_cli(db, tm
     missing = cli("validate", "no-such-session")
     assert missing.returncode != 0 and _one_sentence(missing.stderr.strip().splitlines()[-1])
     assert "Traceback" not in missing.stderr
+
+
+def test_doctor_reports_the_shared_database(db, tmp_path) -> None:
+    from haytham.doctor import run_checks
+
+    settings = team_settings(db, tmp_path)
+    _service(db, tmp_path).create_session(IDEA)
+    found = {c.name: c for c in run_checks(settings)}["sessions dir"]
+    assert found.ok and "shared database" in found.detail and "1 sessions" in found.detail
+    gone = team_settings(db.rsplit("/", 1)[0] + "/haytham_no_such_db", tmp_path)
+    missing = {c.name: c for c in run_checks(gone)}["sessions dir"]
+    assert not missing.ok and "Could not use the shared database" in missing.detail
+    assert "haytham:haytham@" not in missing.detail  # the URL's password is never shown

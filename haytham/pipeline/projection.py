@@ -18,7 +18,7 @@ from haytham.pipeline.state import SessionState, StageMeta
 from haytham.progress import INPUTS_PREFIX
 from haytham.render import render_stage
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, STAGES, Phase
-from haytham.store import SCHEMA_VERSION, SessionFiles
+from haytham.store import SCHEMA_VERSION, Session
 
 SUMMARY_STAGES = tuple(
     row for s in STAGES for row in ((s.slug, ANCHOR_AGENT) if s is ANCHOR_SOURCE else (s.slug,))
@@ -136,7 +136,7 @@ def summarize(
 class Projector(PostRunStepHook):
     """Burr hook: after each successful step, mirror the state into the session folder."""
 
-    def __init__(self, files: SessionFiles) -> None:
+    def __init__(self, files: Session) -> None:
         self.files = files
         self._written: dict[str, str] = {}
 

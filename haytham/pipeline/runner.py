@@ -34,7 +34,7 @@ from haytham.schemas.envelope import StageOutput
 from haytham.schemas.verification import ReviewArtifact
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
-from haytham.store import SessionFiles
+from haytham.store import Session
 from haytham.tools.web_search import make_web_search
 from haytham.validate.grounding import ground_anchor
 from haytham.validate.model import Finding
@@ -111,7 +111,7 @@ class StageRunner:
         self,
         settings: Settings,
         models: ModelRuntime,
-        files: SessionFiles,
+        files: Session,
         post_validator: PostValidator | None = None,
         *,
         input_validation: bool | None = None,

@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 from strands import tool
 
-from haytham.store import SessionFiles
+from haytham.store import Session
 
 MAX_RESULTS = 5
 
 
-def make_web_search(base_url: str, files: SessionFiles, stage: str, timeout: float = 20.0) -> Any:
+def make_web_search(base_url: str, files: Session, stage: str, timeout: float = 20.0) -> Any:
     """A Strands tool bound to one session and stage (no shared state between sessions)."""
 
     @tool

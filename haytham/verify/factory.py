@@ -22,7 +22,7 @@ from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.store import SessionFiles
+from haytham.store import Session
 from haytham.verify.config import VerifyConfig
 from haytham.verify.rework import ReworkDecision
 from haytham.verify.single import verify_single
@@ -34,7 +34,7 @@ class PhaseVerifier:
     """Callable ``(phase, state) -> PhaseVerification`` for one session."""
 
     def __init__(
-        self, settings: Settings, models: ModelRuntime, files: SessionFiles, config: VerifyConfig
+        self, settings: Settings, models: ModelRuntime, files: Session, config: VerifyConfig
     ) -> None:
         config.check_agents()
         self.settings = settings
@@ -102,7 +102,7 @@ class PhaseVerifier:
 def make_verifier(
     settings: Settings,
     models: ModelRuntime,
-    files: SessionFiles,
+    files: Session,
     config: VerifyConfig | None = None,
 ) -> PhaseVerifier:
     """The session's phase verifier; ``config`` defaults to the settings' ``verify`` section

@@ -38,7 +38,7 @@ from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.store import SessionFiles
+from haytham.store import Session
 from haytham.verify.config import COORDINATOR, ROLES, SPECIALISTS, SwarmLimits, VerifyConfig
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
@@ -96,7 +96,7 @@ class _TurnBudget(HookProvider):
 class _Calls:
     """Accounting sink for one swarm run: events plus the failures, for the reason."""
 
-    files: SessionFiles
+    files: Session
     row: str
     count: int = 0
     errors: list[str] = field(default_factory=list)
@@ -144,7 +144,7 @@ def build_swarm(
 def verify_swarm(
     settings: Settings,
     models: ModelRuntime,
-    files: SessionFiles,
+    files: Session,
     phase: Phase,
     state: SessionState,
     *,
