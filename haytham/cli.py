@@ -306,7 +306,7 @@ def _validation_folder(target: str, settings: Settings) -> Iterator[tuple[str, P
 
 
 def _progressing(
-    args: argparse.Namespace, settings: Settings, session_id: str
+    args: argparse.Namespace, svc: Any, session_id: str
 ) -> contextlib.AbstractContextManager[Any]:
     """Show the session's stages on stderr while the block runs (``--json``: as JSON lines
     on stdout; ``--quiet``: nothing)."""
@@ -316,7 +316,13 @@ def _progressing(
         return contextlib.nullcontext()
     mode = "json" if getattr(args, "json", False) else "auto"
     renderer = make_renderer(mode, stdout=sys.stdout, stderr=sys.stderr)
-    return showing_progress(events_path(settings.sessions_dir, session_id), renderer)
+    if svc.settings.secret("database_url"):  # team mode: the events are rows, not a file
+        try:
+            source = svc.store.open(session_id)
+        except HaythamError:
+            source = None  # the command itself reports that, in its own words
+        return showing_progress(source, renderer)
+    return showing_progress(events_path(svc.settings.sessions_dir, session_id), renderer)
 
 
 def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
@@ -338,7 +344,7 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         elif args.skip_intake and answers is None:
             answers = []  # a session waiting at intake goes on without answers
         _caveat(settings)
-        with _progressing(args, settings, args.session_id):
+        with _progressing(args, svc, args.session_id):
             outcome = svc.run(
                 args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve
             )
@@ -352,7 +358,7 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
                 file=sys.stderr if args.json else sys.stdout,
             )
     elif args.command in ("approve", "reject", "rework", "override", "clarify"):
-        with _progressing(args, settings, args.session_id):
+        with _progressing(args, svc, args.session_id):
             outcome = _decide(args, svc)
         _print_outcome(outcome)
     elif args.command == "status":
@@ -442,7 +448,7 @@ def _intake(
             label = q["dimension"].replace("_", " ")
             print(terminal_safe(f"{n}. ({label}) {q['question']}"), file=out)
         return outcome
-    with _progressing(args, settings, outcome.session_id):
+    with _progressing(args, svc, outcome.session_id):
         return svc.answer_intake(outcome.session_id, answers)
 
 
@@ -472,7 +478,7 @@ def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         ):
             print("Nothing applied.")
             return 0
-    with _progressing(args, settings, args.session_id):
+    with _progressing(args, svc, args.session_id):
         outcome = svc.apply_change(args.session_id, proposal)
     _print_outcome(outcome)
     return 0

@@ -28,7 +28,7 @@ from typing import Any, Literal, TextIO
 from haytham.errors import HaythamError
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.stages.base import Phase
-from haytham.store import SessionStore
+from haytham.store import Session, SessionStore
 
 VERIFY_PREFIX = "verify-"
 INPUTS_PREFIX = "validate-input:"
@@ -449,6 +449,32 @@ class EventFollower:
                     yield event
 
 
+class SessionEventFollower(EventFollower):
+    """An :class:`EventFollower` of a session in the shared database (team mode): it polls the
+    session's event lines instead of tailing a file."""
+
+    def __init__(
+        self, session: Session, on_event: Callable[[Event], None], interval: float = 0.1
+    ) -> None:
+        super().__init__(Path(), on_event, interval)
+        self.session = session
+        self._seen = 0
+
+    def start(self) -> None:
+        self._seen = len(self.session.event_lines())
+        self._thread = threading.Thread(target=self._loop, name="haytham-progress", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> Iterator[Event]:
+        lines = self.session.event_lines()
+        fresh, self._seen = lines[self._seen :], len(lines)
+        for line in fresh:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    yield event
+
+
 def make_renderer(mode: Mode, *, stdout: TextIO, stderr: TextIO) -> Renderer:
     """The renderer for ``mode``; ``auto`` is ``rich`` on a terminal and ``plain`` otherwise."""
     if mode == "quiet":
@@ -477,10 +503,10 @@ def events_path(sessions_dir: Path, session_id: str) -> Path | None:
 
 @contextlib.contextmanager
 def showing_progress(
-    path: Path | None, renderer: Renderer, *, interval: float = 0.1
+    path: Path | Session | None, renderer: Renderer, *, interval: float = 0.1
 ) -> Iterator[EventFollower | None]:
-    """Show the events appended to ``path`` while the block runs; stop and drain when it
-    returns or raises (Ctrl-C included)."""
+    """Show the events appended to ``path`` (or to a session of the shared database) while the
+    block runs; stop and drain when it returns or raises (Ctrl-C included)."""
     if path is None or type(renderer) is Renderer:
         yield None
         return
@@ -489,7 +515,11 @@ def showing_progress(
     except Exception:  # noqa: BLE001 - no display (an odd terminal) is no reason to fail
         yield None
         return
-    follower = EventFollower(path, Tracker(renderer).feed, interval)
+    follower = (
+        EventFollower(path, Tracker(renderer).feed, interval)
+        if isinstance(path, Path)
+        else SessionEventFollower(path, Tracker(renderer).feed, interval)
+    )
     follower.start()
     try:
         yield follower

@@ -399,6 +399,10 @@ def test_validate_export_and_status_work_on_the_shared_store_from_the_cli(db, tm
     status = cli("status", sid, "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["status"] == "waiting_gate_1"
     assert cli("export", sid).stdout == svc.export(sid, "markdown")
+    started = cli("run", "--idea", IDEA)  # runs here, under the session's lock, with progress
+    assert started.returncode == 0, started.stderr
+    assert "waiting at Gate 1" in started.stdout
+    assert "idea-analysis" in started.stderr and "market-context" in started.stderr
     missing = cli("validate", "no-such-session")
     assert missing.returncode != 0 and _one_sentence(missing.stderr.strip().splitlines()[-1])
     assert "Traceback" not in missing.stderr
