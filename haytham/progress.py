@@ -28,7 +28,7 @@ from typing import Any, Literal, TextIO
 from haytham.errors import HaythamError
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.stages.base import Phase
-from haytham.store import Session, SessionStore
+from haytham.store import Session, SessionStore, Store
 
 VERIFY_PREFIX = "verify-"
 INPUTS_PREFIX = "validate-input:"
@@ -553,7 +553,7 @@ def session_provider(events: list[Event]) -> str | None:
 
 
 def stage_estimates(
-    store: SessionStore, provider: str, *, exclude: str | None = None
+    store: Store, provider: str, *, exclude: str | None = None
 ) -> dict[str, Estimate]:
     """Per stage row (stages, anchor, verifiers, input checks): the median wall time of its
     completed runs in the sessions under ``store`` that ran on ``provider``, except ``exclude``.

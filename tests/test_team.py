@@ -419,3 +419,40 @@ def test_doctor_reports_the_shared_database(db, tmp_path) -> None:
     missing = {c.name: c for c in run_checks(gone)}["sessions dir"]
     assert not missing.ok and "Could not use the shared database" in missing.detail
     assert "haytham:haytham@" not in missing.detail  # the URL's password is never shown
+
+
+@in_browser
+def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db, tmp_path) -> None:
+    from playwright.sync_api import expect
+
+    svc = _service(db, tmp_path)
+    extra = {k: v for k, v in team_env(db, tmp_path).items() if k.startswith("HAYTHAM_")}
+    extra.pop("HAYTHAM_SESSIONS_DIR")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        Workers(db, tmp_path) as workers,
+        served(tmp_path / "a", **extra) as one,
+        served(tmp_path / "b", **extra) as two,
+        browser_page(tmp_path) as page,
+    ):
+        workers.start(1)
+        sid = _start_in_browser(page, one)  # a founder on instance one
+        expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
+
+        page.goto(f"{two}/gate_1?session={sid}")  # a reviewer on instance two
+        page.get_by_text("Synchronous live sessions - all eight present at once").click()
+        page.get_by_text("Video/audio call (like Zoom)").click()
+        page.get_by_role("button", name="Confirm clarifications").click()
+        expect(page.get_by_text("Clarified 2 invariant(s)").first).to_be_visible()
+        page.get_by_role("button", name="Approve Gate 1").click()
+        expect(page.get_by_role("heading", name="Run")).to_be_visible()
+        expect(page.get_by_text("Waiting at Gate 2: review")).to_be_visible()  # a worker ran it
+
+        page.goto(f"{one}/run?session={sid}")  # and the founder's instance shows the same
+        expect(page.get_by_text("Waiting at Gate 2: review")).to_be_visible()
+        expect(page.get_by_text("7 / 11 steps done")).to_be_visible()
+        assert "Traceback" not in workers.logs()
+    approvals = [e["data"] for e in svc.store.open(sid).events() if e["type"] == "gate_command"]
+    assert [a["command"] for a in approvals].count("approve") == 1
+    assert svc.status(sid)["status"] == "waiting_gate_2"
