@@ -56,14 +56,12 @@ import asyncio
 import json
 import logging
 import os
-import secrets
 import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +71,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # scratch.py, also when run with runpy
+
+import scratch as bench  # noqa: E402
+
 ADMIN_URL = "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
 P_TASK = "qbench.job"
 C_TASK = "qbench.job"
@@ -342,18 +344,28 @@ class Recovery:
     note: str = ""
 
 
-def lost_worker(
-    engine: Engine, scratch: Path, tag: str, *, child_only: bool = False
-) -> tuple[float | None, str]:
-    """Kill the worker running the 30 s job; seconds until the job starts again elsewhere."""
-    events = Events(scratch / f"{tag}-kill.jsonl")
+@contextmanager
+def long_job(engine: Engine, scratch: Path, run: str) -> Iterator[tuple[Events, Workers]]:
+    """Workers ``<run>-A`` and ``<run>-B`` ready, then the 30 s job enqueued; both workers are
+    stopped on exit. Their events go to ``<run>.jsonl``."""
+    events = Events(scratch / f"{run}.jsonl")
     workers = Workers(scratch)
-    names = [f"{tag}-kill-A", f"{tag}-kill-B"]
+    names = [f"{run}-A", f"{run}-B"]
     try:
         for name in names:
             workers.start(engine, name, events.path)
         wait_ready(events, names)
         engine.enqueue("long", LONG_S)
+        yield events, workers
+    finally:
+        workers.stop_all()
+
+
+def lost_worker(
+    engine: Engine, scratch: Path, tag: str, *, child_only: bool = False
+) -> tuple[float | None, str]:
+    """Kill the worker running the 30 s job; seconds until the job starts again elsewhere."""
+    with long_job(engine, scratch, f"{tag}-kill") as (events, workers):
         first = events.wait(lambda e: e["kind"] == "start" and e["key"] == "long", 30.0)
         if first is None:
             raise RuntimeError(f"{engine.label}: the long job did not start in 30 s")
@@ -369,24 +381,13 @@ def lost_worker(
             return None, ""
         where = "same worker, new child" if again["worker"] == first["worker"] else "worker B"
         return again["t"] - killed_at, where
-    finally:
-        workers.stop_all()
 
 
 def no_kill(engine: Engine, scratch: Path, tag: str) -> list[float]:
     """Start times of the 30 s job within 45 s of its enqueue, two workers, nothing killed."""
-    events = Events(scratch / f"{tag}-nokill.jsonl")
-    workers = Workers(scratch)
-    names = [f"{tag}-nokill-A", f"{tag}-nokill-B"]
-    try:
-        for name in names:
-            workers.start(engine, name, events.path)
-        wait_ready(events, names)
-        engine.enqueue("long", LONG_S)
+    with long_job(engine, scratch, f"{tag}-nokill") as (events, _):
         time.sleep(WINDOW_S)
         return sorted(e["t"] for e in events.starts("long"))
-    finally:
-        workers.stop_all()
 
 
 # --- engines ----------------------------------------------------------------------------------
@@ -452,31 +453,17 @@ def redis_server(scratch: Path) -> Iterator[int]:
                 time.sleep(0.05)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        bench.stop_processes([proc], timeout=10.0)
 
 
 @contextmanager
 def throwaway_database(admin_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    name = f"haytham_qbench_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(**{**conninfo_to_dict(admin_url), "dbname": name})
-    try:
+    """A scratch database ``haytham_qbench_<hex>`` with procrastinate's schema; dropped on exit."""
+    with bench.scratch_database(admin_url, "haytham_qbench") as url:
         app = procrastinate_app(url)
         with app.open():
             app.schema_manager.apply_schema()
         yield url
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def celery_missing() -> str | None:
@@ -654,9 +641,6 @@ def main() -> int:
 
     if args.jobs < 2:
         parser.error("--jobs must be at least 2")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
     versions = [f"procrastinate {_version('procrastinate')}"]
     if not args.skip_celery and celery_missing() is None:
         redis_v = subprocess.run(
@@ -667,28 +651,14 @@ def main() -> int:
             f"kombu {_version('kombu')}",
             next((w for w in redis_v if w.startswith("v=")), "v=?").replace("v=", "redis "),
         ]
-    print(f"commit {commit}; {', '.join(versions)}; loopback, workers are subprocesses")
-    scratch = Path(tempfile.mkdtemp(prefix="haytham-qbench-"))
-    load_before = os.getloadavg()
-    try:
+    print(f"commit {bench.git_commit()}; {', '.join(versions)}; loopback, workers are subprocesses")
+    # worker logs; a RuntimeError prints their tails and exits 1
+    with bench.scratch_folder("haytham-qbench-", "*.log") as scratch:
+        load_before = os.getloadavg()
         pickups, recoveries = run(args, scratch)
-    except RuntimeError as exc:
-        print(f"\nFAILED: {exc}", file=sys.stderr)
-        for log in sorted(scratch.glob("*.log")):
-            tail = log.read_text(errors="replace").splitlines()[-15:]
-            print(f"--- {log.name} (last lines)", *tail, sep="\n", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()
     report(pickups, recoveries)
-    print(
-        "load average (1/5/15 min) before "
-        + "/".join(f"{x:.2f}" for x in load_before)
-        + ", after "
-        + "/".join(f"{x:.2f}" for x in load_after)
-        + f" ({os.cpu_count()} CPUs)"
-    )
+    print(bench.load_line(load_before, load_after))
     return 0
 
 

@@ -24,16 +24,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +36,9 @@ import psycopg2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # scratch.py, also when run with runpy
+
+import scratch as bench  # noqa: E402
 
 from haytham.app import make_runs, make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
@@ -70,24 +68,6 @@ class Result:
         return lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
 
 
-@contextmanager
-def scratch_database(admin_url: str) -> Iterator[str]:
-    """A fresh database on the server of ``admin_url``; yields its URL, drops it on exit."""
-    name = f"haytham_bench_{secrets.token_hex(4)}"
-    admin = psycopg2.connect(admin_url)
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield admin_url.rsplit("/", 1)[0] + f"/{name}"
-        finally:
-            with admin.cursor() as cur:
-                cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        admin.close()
-
-
 def start_workers(count: int, concurrency: int, logs: Path) -> list[subprocess.Popen[bytes]]:
     procs = []
     for n in range(count):
@@ -110,19 +90,6 @@ def start_workers(count: int, concurrency: int, logs: Path) -> list[subprocess.P
     return procs
 
 
-def stop_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 15.0) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def wait_for_workers(url: str, count: int, procs: list[subprocess.Popen[bytes]]) -> None:
     """Poll ``procrastinate_workers`` until ``count`` workers have registered (60 s at most)."""
     deadline = time.monotonic() + 60
@@ -140,7 +107,7 @@ def wait_for_workers(url: str, count: int, procs: list[subprocess.Popen[bytes]])
 
 
 def measure(workers: int, args: argparse.Namespace, logs: Path) -> Result:
-    with scratch_database(args.admin_url) as url:
+    with bench.scratch_database(args.admin_url, "haytham_bench") as url:
         os.environ["HAYTHAM_DATABASE_URL"] = url
         subprocess.run([str(HAYTHAM), "migrate"], check=True, stdout=subprocess.DEVNULL)
         procs = start_workers(workers, args.concurrency, logs)
@@ -169,7 +136,7 @@ def measure(workers: int, args: argparse.Namespace, logs: Path) -> Result:
             finally:
                 runs.close()
         finally:
-            stop_workers(procs)
+            bench.stop_processes(procs, timeout=15.0)
     if bad:
         raise RuntimeError(f"with {workers} worker(s), sessions not at Gate 1: {bad}")
     return Result(
@@ -191,35 +158,24 @@ def main() -> int:
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
 
-    scratch = Path(tempfile.mkdtemp(prefix="haytham-team-"))  # sessions folder, worker logs
-    os.environ.update(
-        HAYTHAM_PROVIDER="replay",
-        HAYTHAM_CASSETTE=str(CASSETTE),
-        HAYTHAM_EMBEDDINGS="off",
-        HAYTHAM_INTAKE="off",
-        HAYTHAM_REPLAY_LATENCY=str(args.latency),
-        HAYTHAM_PROVIDER_CONCURRENCY=str(PROVIDER_CONCURRENCY),
-        HAYTHAM_SESSIONS_DIR=str(scratch),
-    )
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    print(
-        f"commit {commit}; {args.sessions} sessions to Gate 1 per configuration, replay with "
-        f"{args.latency:g} s per model call, {args.concurrency} session(s) per worker, "
-        f"HAYTHAM_PROVIDER_CONCURRENCY={PROVIDER_CONCURRENCY} (not a cap here)"
-    )
-    load_before = os.getloadavg()
-    try:
+    # sessions folder and worker logs; a RuntimeError prints the logs' tails and exits 1
+    with bench.scratch_folder("haytham-team-", "worker-*.log") as scratch:
+        os.environ.update(
+            HAYTHAM_PROVIDER="replay",
+            HAYTHAM_CASSETTE=str(CASSETTE),
+            HAYTHAM_EMBEDDINGS="off",
+            HAYTHAM_INTAKE="off",
+            HAYTHAM_REPLAY_LATENCY=str(args.latency),
+            HAYTHAM_PROVIDER_CONCURRENCY=str(PROVIDER_CONCURRENCY),
+            HAYTHAM_SESSIONS_DIR=str(scratch),
+        )
+        print(
+            f"commit {bench.git_commit()}; {args.sessions} sessions to Gate 1 per configuration, "
+            f"replay with {args.latency:g} s per model call, {args.concurrency} session(s) per "
+            f"worker, HAYTHAM_PROVIDER_CONCURRENCY={PROVIDER_CONCURRENCY} (not a cap here)"
+        )
+        load_before = os.getloadavg()
         results = [measure(n, args, scratch) for n in counts]
-    except RuntimeError as exc:
-        print(f"\nFAILED: {exc}", file=sys.stderr)
-        for log in sorted(scratch.glob("worker-*.log")):
-            tail = log.read_text(errors="replace").splitlines()[-15:]
-            print(f"--- {log.name} (last lines)", *tail, sep="\n", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()
 
     base = next((r.rate for r in results if r.workers == 1), None)
@@ -237,13 +193,7 @@ def main() -> int:
     if base and two:
         verdict = "met" if two / base >= TARGET else "NOT met"
         print(f"\ntarget >= {TARGET}x sessions/s from 1 to 2 workers: {two / base:.2f}x, {verdict}")
-    print(
-        "load average (1/5/15 min) before "
-        + "/".join(f"{x:.2f}" for x in load_before)
-        + ", after "
-        + "/".join(f"{x:.2f}" for x in load_after)
-        + f" ({os.cpu_count()} CPUs)"
-    )
+    print(bench.load_line(load_before, load_after))
     return 0
 
 
