@@ -325,6 +325,48 @@ def _progressing(
     return showing_progress(events_path(svc.settings.sessions_dir, session_id), renderer)
 
 
+AT_INTAKE = ("waiting_intake", "unrelated")  # a run that stopped at intake, for the founder
+
+
+def _team_runs(svc: Any) -> Any | None:
+    """On a team's shared database, the job queue that runs sessions (``haytham worker``);
+    ``None`` on one machine, where this command runs the session itself."""
+    if not svc.settings.secret("database_url"):
+        return None
+    from haytham.queue import QueuedRuns  # procrastinate only where a database is used
+
+    return QueuedRuns(svc)
+
+
+def _moves_on(outcome: Any) -> bool:
+    """Whether a gate decision sent the session on (approve, rework, reject)."""
+    nxt = outcome.next_action
+    return bool(nxt) and not str(nxt).startswith("gate_")
+
+
+def _on_queue(runs: Any, svc: Any, session_id: str, label: str) -> Any:
+    """The run to the next gate as a job for the team's workers; this command waits for it and
+    shows its progress (Ctrl-C stops the waiting, not the run), then says where it stands."""
+    runs.run(session_id, label)
+    print(f"queued for a worker: {session_id}", file=sys.stderr)
+    try:
+        job = runs.wait(session_id)
+    except KeyboardInterrupt:
+        print(
+            f"Stopped waiting; the run goes on in a worker (`haytham status {session_id}`).",
+            file=sys.stderr,
+        )
+        raise
+    finally:
+        runs.close()
+    if job is not None and job.state == "failed":
+        raise HaythamError(job.error or "The run stopped in a worker; resume to try again.")
+    from haytham.service import Outcome
+
+    standing = svc.status(session_id)
+    return Outcome(session_id, standing["status"], gate=standing["gate"])
+
+
 def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     if args.command in ("run", "resume"):
         answers = read_answers_file(args.answers) if args.answers else None
@@ -344,13 +386,21 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         elif args.skip_intake and answers is None:
             answers = []  # a session waiting at intake goes on without answers
         _caveat(settings)
+        # on a team's database the run is a job for the workers, unless this command itself
+        # decides the gates (--auto-approve) or stops early (--until)
+        runs = None if args.until or args.auto_approve else _team_runs(svc)
         with _progressing(args, svc, args.session_id):
-            outcome = svc.run(
-                args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve
-            )
-        outcome = _intake(args, settings, svc, outcome, answers)
+            if runs is None:
+                outcome = svc.run(
+                    args.session_id, until=gate_of(args.until), auto_approve=args.auto_approve
+                )
+            else:
+                outcome = svc.classify(args.session_id)  # intake here, as an app instance does
+                if outcome.status not in AT_INTAKE:
+                    outcome = _on_queue(runs, svc, args.session_id, args.command)
+        outcome = _intake(args, svc, outcome, answers, runs)
         _print_outcome(outcome, args.json)
-        if outcome.status == "waiting_intake":
+        if outcome.status == AT_INTAKE[0]:
             print(
                 f"To go on, put one answer per line in a file and run `haytham resume "
                 f"{outcome.session_id} --answers FILE` (or `--skip-intake` to go on without "
@@ -358,8 +408,11 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
                 file=sys.stderr if args.json else sys.stdout,
             )
     elif args.command in ("approve", "reject", "rework", "override", "clarify"):
+        runs = _team_runs(svc)
         with _progressing(args, svc, args.session_id):
-            outcome = _decide(args, svc)
+            outcome = _decide(args, svc, continue_run=runs is None)
+            if runs is not None and _moves_on(outcome):
+                outcome = _on_queue(runs, svc, args.session_id, f"{args.command} (CLI)")
         _print_outcome(outcome)
     elif args.command == "status":
         _print_status(svc.status(args.session_id), args.json)
@@ -411,10 +464,10 @@ def read_answers_file(path: Path) -> list[str]:
 
 def _intake(
     args: argparse.Namespace,
-    settings: Settings,
     svc: Any,
     outcome: Any,
     answers: list[str] | None,
+    runs: Any | None,
 ) -> Any:
     """At intake: show the questions (or, for an unrelated text, why and some example ideas);
     answer them from ``--answers``, or on a terminal by asking; without either, stay there."""
@@ -449,7 +502,10 @@ def _intake(
             print(terminal_safe(f"{n}. ({label}) {q['question']}"), file=out)
         return outcome
     with _progressing(args, svc, outcome.session_id):
-        return svc.answer_intake(outcome.session_id, answers)
+        if runs is None:
+            return svc.answer_intake(outcome.session_id, answers)
+        svc.answer_intake(outcome.session_id, answers, continue_run=False)
+        return _on_queue(runs, svc, outcome.session_id, "answers (CLI)")
 
 
 def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
@@ -478,20 +534,24 @@ def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         ):
             print("Nothing applied.")
             return 0
+    runs = _team_runs(svc)
     with _progressing(args, svc, args.session_id):
-        outcome = svc.apply_change(args.session_id, proposal)
+        outcome = svc.apply_change(args.session_id, proposal, continue_run=runs is None)
+        if runs is not None:
+            outcome = _on_queue(runs, svc, args.session_id, f"change request to {args.stage}")
     _print_outcome(outcome)
     return 0
 
 
-def _decide(args: argparse.Namespace, svc: Any) -> Any:
-    """A reviewer's command at a gate; approve and rework run on to the next gate."""
+def _decide(args: argparse.Namespace, svc: Any, *, continue_run: bool) -> Any:
+    """A reviewer's command at a gate; approve and rework run on to the next gate (here, with
+    ``continue_run``)."""
     if args.command == "approve":
-        return svc.approve(args.session_id, args.gate, args.note)
+        return svc.approve(args.session_id, args.gate, args.note, continue_run=continue_run)
     if args.command == "reject":
-        return svc.reject(args.session_id, args.gate, args.note)
+        return svc.reject(args.session_id, args.gate, args.note, continue_run=continue_run)
     if args.command == "rework":
-        return svc.rework(args.session_id, args.stage, args.feedback)
+        return svc.rework(args.session_id, args.stage, args.feedback, continue_run=continue_run)
     if args.command == "override":
         return svc.override(args.session_id, args.gate, args.reason, args.target)
     return svc.clarify(args.session_id, args.invariant, args.choice)

@@ -329,8 +329,8 @@ class Haytham:
     def approve(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
         return self.decide(sid, gate, {"kind": "approve", "note": note}, **kw)
 
-    def reject(self, sid: str, gate: int, note: str = "") -> Outcome:
-        return self.decide(sid, gate, {"kind": "reject", "note": note})
+    def reject(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
+        return self.decide(sid, gate, {"kind": "reject", "note": note}, **kw)
 
     def rework(self, sid: str, stage: str, feedback: str, **kw: Any) -> Outcome:
         gate = get_stage(stage).phase.gate

@@ -43,6 +43,22 @@ def _completed(svc, sid: str) -> list[str]:
     return [str(e["stage"]) for e in svc.store.open(sid).events() if e["type"] == "stage_completed"]
 
 
+def _jobs(url: str, session_id: str) -> list[dict]:
+    """The session's jobs in the queue, oldest first (their arguments as ``data``)."""
+    import psycopg2
+
+    conn = psycopg2.connect(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT status, args FROM procrastinate_jobs WHERE lock = %s ORDER BY id",
+                (session_id,),
+            )
+            return [{"status": st, "data": args} for st, args in cur.fetchall()]
+    finally:
+        conn.close()
+
+
 def _one_sentence(text: str) -> bool:
     return "\n" not in text and "Traceback" not in text and text.rstrip().endswith(".")
 
@@ -399,10 +415,20 @@ def test_validate_export_and_status_work_on_the_shared_store_from_the_cli(db, tm
     status = cli("status", sid, "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["status"] == "waiting_gate_1"
     assert cli("export", sid).stdout == svc.export(sid, "markdown")
-    started = cli("run", "--idea", IDEA)  # runs here, under the session's lock, with progress
-    assert started.returncode == 0, started.stderr
-    assert "waiting at Gate 1" in started.stdout
-    assert "idea-analysis" in started.stderr and "market-context" in started.stderr
+    with Workers(db, tmp_path) as workers:  # the CLI's runs and decisions go to the queue
+        workers.start(1)
+        started = cli("run", "--idea", IDEA)
+        assert started.returncode == 0, started.stderr + workers.logs()
+        assert "waiting at Gate 1" in started.stdout and "queued for a worker" in started.stderr
+        assert "idea-analysis" in started.stderr and "market-context" in started.stderr
+        new = started.stdout.split("session: ", 1)[1].split()[0]
+        for inv in svc.load_state(new).anchor.open_ambiguities():
+            assert cli("clarify", new, "--invariant", inv.property, "--choice", "1").returncode == 0
+        approved = cli("approve", new, "--gate", "1")
+        assert approved.returncode == 0, approved.stderr
+        assert "waiting at Gate 2" in approved.stdout and "mvp-scope" in approved.stderr
+    ran = [e["data"].get("label") for e in _jobs(db, new)]
+    assert ran == ["run", "approve (CLI)"]
     missing = cli("validate", "no-such-session")
     assert missing.returncode != 0 and _one_sentence(missing.stderr.strip().splitlines()[-1])
     assert "Traceback" not in missing.stderr
