@@ -219,6 +219,17 @@ class QueuedRuns(RunWorker):
     def forget(self, session_id: str) -> None:
         """Nothing to drop: the jobs table is the record."""
 
+    def live_workers(self) -> int:
+        """Workers that sent a heartbeat within the stalled timeout (a queued job with none
+        waits until one starts)."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM procrastinate_workers "
+                "WHERE last_heartbeat > now() - make_interval(secs => %s)",
+                (STALLED_AFTER_S,),
+            )
+            return int(cur.fetchone()[0])
+
     def wait(self, session_id: str, timeout: float | None = None) -> Job | None:
         """Poll until the session's latest job ends (tests and benchmarks)."""
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -165,6 +165,11 @@ class RunWorker:
     def close(self) -> None:
         """Nothing to release: threads end with their runs."""
 
+    def live_workers(self) -> int | None:
+        """How many queue workers are alive (team deployment); ``None``: runs are threads of
+        this process, so there is always one."""
+        return None
+
     def fork(self, session_id: str, slug: str) -> str:
         """Fork ``session_id`` from ``slug`` (:meth:`Haytham.fork`) and start the fork's run."""
         new = self.service.fork(session_id, slug)

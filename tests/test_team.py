@@ -228,8 +228,10 @@ def test_a_second_run_of_a_waiting_session_is_refused_in_one_sentence(db, tmp_pa
     with pytest.raises(SessionLocked) as refused:
         runs.run(sid)
     assert _one_sentence(str(refused.value))
+    assert runs.live_workers() == 0  # the Run page says to start one
     with Workers(db, tmp_path) as workers:
         workers.start(1)
+        assert runs.live_workers() == 1
         job = runs.wait(sid, timeout=60)
     assert job is not None and job.state == "finished"
     assert runs.running() == []

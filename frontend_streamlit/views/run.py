@@ -75,11 +75,10 @@ def progress() -> None:
         "waiting_at": status.get("gate"),
     }
     if alive and job.state == "queued":
-        box = st.status(
-            f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it",
-            state="running",
-            expanded=True,
-        )
+        label = f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it"
+        if b.worker.live_workers() == 0:
+            label += " · no worker is running: start one with `haytham worker`"
+        box = st.status(label, state="running", expanded=True)
     elif alive:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
