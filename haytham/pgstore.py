@@ -121,7 +121,8 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.where = where(url)
-        self._name = f"haytham {socket.gethostname()} pid {os.getpid()}"[:63]
+        # who holds a lock, in "busy" messages (PostgreSQL keeps 63 characters: pid first)
+        self._name = f"haytham pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._guard = threading.Lock()
         self._pool: psycopg2.pool.ThreadedConnectionPool | None = None
 
