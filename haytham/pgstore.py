@@ -51,6 +51,7 @@ from haytham.store import (
 
 SCHEMA_VERSION = 1
 MAX_POOLED = 16  # pooled connections per process (locks and Burr persisters have their own)
+POOL_WAIT_S = 30.0  # how long a query waits for a pooled connection before giving up
 # A machine that vanishes (power, network) holds its session locks until the server notices its
 # connection is gone: TCP keepalives on both ends make that about 30 s instead of hours.
 KEEPALIVES = {
@@ -124,6 +125,7 @@ class Database:
         # who holds a lock, in "busy" messages (PostgreSQL keeps 63 characters: pid first)
         self._name = f"haytham pid {os.getpid()} on {socket.gethostname()}"[:63]
         self._guard = threading.Lock()
+        self._free = threading.BoundedSemaphore(MAX_POOLED)  # threads wait for a connection
         self._pool: psycopg2.pool.ThreadedConnectionPool | None = None
 
     def unreachable(self, exc: Exception) -> StorageError:
@@ -143,10 +145,16 @@ class Database:
         except psycopg2.Error as exc:
             raise self.unreachable(exc) from None
 
-    def _get(self) -> psycopg2.extensions.connection:
-        with self._guard:
-            if self._pool is None:
-                try:
+    def _get(self) -> tuple[psycopg2.pool.ThreadedConnectionPool, Any]:
+        """A pooled connection (and its pool), waiting while all of them are in use."""
+        if not self._free.acquire(timeout=POOL_WAIT_S):
+            raise StorageError(
+                f"Every connection to the shared database {self.where} stayed busy for "
+                f"{POOL_WAIT_S:.0f} s; nothing was changed. Try again."
+            )
+        try:
+            with self._guard:
+                if self._pool is None:
                     self._pool = psycopg2.pool.ThreadedConnectionPool(
                         0,
                         MAX_POOLED,
@@ -155,19 +163,20 @@ class Database:
                         connect_timeout=10,
                         **KEEPALIVES,
                     )
-                except psycopg2.Error as exc:
-                    raise self.unreachable(exc) from None
-            pool = self._pool
-        try:
-            return pool.getconn()
+                pool = self._pool
+            return pool, pool.getconn()
         except psycopg2.Error as exc:
+            self._free.release()
             raise self.unreachable(exc) from None
+        except BaseException:
+            self._free.release()
+            raise
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[psycopg2.extensions.cursor]:
         """A cursor in one transaction (committed when the block ends, rolled back if it
         raises). A broken connection is dropped from the pool and reported in one sentence."""
-        conn = self._get()
+        pool, conn = self._get()
         broken = False
         try:
             with conn, conn.cursor() as cur:
@@ -176,8 +185,9 @@ class Database:
             broken = True
             raise self.unreachable(exc) from None
         finally:
-            assert self._pool is not None
-            self._pool.putconn(conn, close=broken or conn.closed != 0)
+            with contextlib.suppress(psycopg2.Error):
+                pool.putconn(conn, close=broken or conn.closed != 0)
+            self._free.release()
 
     def migrate(self) -> int:
         """Bring the schema up to date (idempotent, safe to run from many processes at once);

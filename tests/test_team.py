@@ -485,3 +485,26 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
     approvals = [e["data"] for e in svc.store.open(sid).events() if e["type"] == "gate_command"]
     assert [a["command"] for a in approvals].count("approve") == 1
     assert svc.status(sid)["status"] == "waiting_gate_2"
+
+
+def test_more_threads_than_pooled_connections_wait_their_turn(db, tmp_path) -> None:
+    from haytham.pgstore import MAX_POOLED, Database
+
+    shared = Database(db)
+    errors: list[Exception] = []
+
+    def queries() -> None:
+        try:
+            for _ in range(5):
+                with shared.cursor() as cur:
+                    cur.execute("SELECT pg_sleep(0.01)")
+        except Exception as exc:  # noqa: BLE001 - the assertion below names it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=queries) for _ in range(MAX_POOLED * 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    shared.close()
+    assert errors == []
