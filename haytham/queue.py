@@ -13,8 +13,9 @@ docs/deploy.md for the measured comparison.
   (:mod:`haytham.pgstore`) still guards every write.
 - **Acknowledged late**: a job stays ``doing`` until its run returns. Every worker sends a
   heartbeat; each worker also sweeps for jobs whose worker stopped beating (SIGKILL, a lost
-  machine) and puts them back in the queue, where another worker resumes the session from its
-  last persisted step: completed stages are never run again.
+  machine) and whose session nobody holds any more, and puts them back in the queue, where
+  another worker resumes the session from its last persisted step: completed stages are never
+  run again, and a live run is never started twice.
 - **Bounded**: ``HAYTHAM_WORKER_CONCURRENCY`` sessions per worker process, and at most
   ``HAYTHAM_PROVIDER_CONCURRENCY`` model calls in flight per provider across every worker
   (:class:`haytham.models.limits.SharedCallSlots`).
@@ -38,7 +39,7 @@ import procrastinate
 from procrastinate import exceptions as pexc
 from procrastinate.job_context import JobContext
 
-from haytham.errors import HaythamError, SessionLocked
+from haytham.errors import HaythamError, SessionLocked, SessionNotFound
 from haytham.pgstore import PgStore
 from haytham.service import Haytham
 from haytham.worker import Job, JobState, RunWorker, describe_error
@@ -246,18 +247,33 @@ def _seconds(at: datetime | None) -> float:
     return at.timestamp() if at is not None else time.time()
 
 
-async def _sweep(app: procrastinate.App, every: float, stalled_after: float) -> None:
-    """Put the jobs of workers that stopped beating back in the queue."""
+async def _sweep(
+    app: procrastinate.App, store: PgStore, every: float, stalled_after: float
+) -> None:
+    """Put the jobs of workers that stopped beating back in the queue, once nobody holds their
+    session's lock: a worker that is only slow (paused, swapping) still holds it and keeps its
+    job, so a live run is never started twice."""
     while True:
         try:
             for job in await app.job_manager.get_stalled_jobs(
                 task_name=TASK, seconds_since_heartbeat=stalled_after
             ):
-                log.warning("job %s (session %s) lost its worker: queued again", job.id, job.lock)
+                session = str(job.lock or "")
+                if session and await asyncio.to_thread(_held, store, session):
+                    continue
+                log.warning("job %s (session %s) lost its worker: queued again", job.id, session)
                 await app.job_manager.retry_job(job)
-        except pexc.ProcrastinateException as exc:  # the database is away: try again later
+        except (pexc.ProcrastinateException, HaythamError) as exc:  # the database is away
             log.warning("could not look for stalled jobs: %s", exc)
         await asyncio.sleep(every)
+
+
+def _held(store: PgStore, session_id: str) -> bool:
+    """Whether some process still holds the session's lock (a deleted session holds none)."""
+    try:
+        return store.open(session_id).is_busy()
+    except SessionNotFound:
+        return False
 
 
 def run_worker(
@@ -287,7 +303,7 @@ def run_worker(
 
     async def main() -> None:
         async with app.open_async():
-            sweeper = asyncio.create_task(_sweep(app, SWEEP_S, stalled_after))
+            sweeper = asyncio.create_task(_sweep(app, store, SWEEP_S, stalled_after))
             try:
                 await app.run_worker_async(
                     queues=[QUEUE],

@@ -508,3 +508,30 @@ def test_more_threads_than_pooled_connections_wait_their_turn(db, tmp_path) -> N
         t.join(60)
     shared.close()
     assert errors == []
+
+
+def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers:
+        workers.start(2)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        deadline = time.monotonic() + 60
+        while runs.current_stage(sid) is None:
+            assert time.monotonic() < deadline, workers.logs()
+            time.sleep(0.05)
+        found = re.search(r"\bpid (\d+)", svc.store.open(sid)._holder() or "")
+        assert found is not None
+        paused = next(p for p in workers.procs if p.pid == int(found[1]))
+        paused.send_signal(signal.SIGSTOP)  # silent past the stalled timeout, lock still held
+        time.sleep(16)
+        paused.send_signal(signal.SIGCONT)
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    done = _completed(svc, sid)
+    assert len(done) == len(set(done)), done
+    assert "lost its worker" not in workers.logs()
+    assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]
