@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_helpers import CHROMIUM, IDEA, browser_page, served
+from browser_helpers import CHROMIUM, IDEA, Shots, browser_page, served
 from team_helpers import Workers, database, team_env, team_settings
 
 pytestmark = pytest.mark.team
@@ -392,6 +392,8 @@ def test_two_app_instances_show_the_same_live_progress(db, tmp_path) -> None:
         assert now is not None
         try:
             seen = [_progress_text(page, server, sid) for server in (one, two)]
+            page.wait_for_timeout(1000)  # the stage table draws last
+            Shots(page)("team-0-live-progress")  # instance two, the run frozen mid-stage
         finally:
             worker.send_signal(signal.SIGCONT)
         assert seen[0] == seen[1], seen
@@ -465,15 +467,18 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
         served(tmp_path / "b", **extra) as two,
         browser_page(tmp_path) as page,
     ):
+        shot = Shots(page)
         workers.start(1)
         sid = _start_in_browser(page, one)  # a founder on instance one
         expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
+        shot("team-1-instance-one-gate-1")
 
         page.goto(f"{two}/gate_1?session={sid}")  # a reviewer on instance two
         page.get_by_text("Synchronous live sessions - all eight present at once").click()
         page.get_by_text("Video/audio call (like Zoom)").click()
         page.get_by_role("button", name="Confirm clarifications").click()
         expect(page.get_by_text("Clarified 2 invariant(s)").first).to_be_visible()
+        shot("team-2-instance-two-gate-1-clarified")
         page.get_by_role("button", name="Approve Gate 1").click()
         expect(page.get_by_role("heading", name="Run")).to_be_visible()
         expect(page.get_by_text("Waiting at Gate 2: review")).to_be_visible()  # a worker ran it
@@ -481,6 +486,7 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
         page.goto(f"{one}/run?session={sid}")  # and the founder's instance shows the same
         expect(page.get_by_text("Waiting at Gate 2: review")).to_be_visible()
         expect(page.get_by_text("7 / 11 steps done")).to_be_visible()
+        shot("team-3-instance-one-gate-2")
         assert "Traceback" not in workers.logs()
     approvals = [e["data"] for e in svc.store.open(sid).events() if e["type"] == "gate_command"]
     assert [a["command"] for a in approvals].count("approve") == 1

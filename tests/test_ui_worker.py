@@ -129,7 +129,7 @@ def test_pages_while_a_run_is_in_progress(sessions: Path) -> None:
     try:
         at = app(sid, "views/run.py")
         assert shows(at, "runs in the background")
-        assert at.status[0].label.startswith("Running ·")
+        assert at.expander[0].label.startswith("Running ·") and not at.status
         at.switch_page("views/gate_1.py").run()
         assert shows(at, "A run of this session is in progress")
         assert not [b for b in at.button if (b.key or "").startswith("approve_")]

@@ -24,6 +24,10 @@ from haytham.stages import ANCHOR_AGENT, BY_SLUG
 from haytham.worker import Job, replay_miss_text
 
 REFRESH_S = 1.0
+# A running box is an expander with a fixed icon: st.status's spinner turns into a tick in the
+# browser as soon as the page's script run ends, which read as "done" while the run went on.
+RUNNING_ICON = ":material/progress_activity:"
+QUEUED_ICON = ":material/schedule:"
 GATE_HINT = {
     1: "review the concept anchor and the verdict",
     2: "review the MVP scope and capabilities",
@@ -78,7 +82,7 @@ def progress() -> None:
         label = f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it"
         if b.worker.live_workers() == 0:
             label += " · no worker is running: start one with `haytham worker`"
-        box = st.status(label, state="running", expanded=True)
+        box = st.expander(label, expanded=True, icon=QUEUED_ICON)
     elif alive:
         label = f"Running · {job.elapsed():.0f} s"
         if running is not None:
@@ -86,7 +90,7 @@ def progress() -> None:
             live = b.service.live_call(sid)
             if live is not None:
                 label += f" · ≈{live.tokens:,} tokens received"
-        box = st.status(label, state="running", expanded=True)
+        box = st.expander(label, expanded=True, icon=RUNNING_ICON)
     elif job is not None and job.state == "failed" or status.get("state") == "failed":
         box = st.status("Stopped with an error", state="error", expanded=True)
     elif status.get("state") in ("waiting", "done"):
@@ -94,7 +98,7 @@ def progress() -> None:
         box = st.status(label, state="complete", expanded=True)
     elif status.get("state") == "running":  # another process (the CLI) is running it
         label = f"Running in another process · {done} of {total} steps done"
-        box = st.status(label, state="running", expanded=True)
+        box = st.expander(label, expanded=True, icon=RUNNING_ICON)
     else:  # stopped, rejected: no tick, no spinner
         label = f"{done} of {total} steps done · {md(pretty_status(status['status']))}"
         if status.get("state") == "stopped":
