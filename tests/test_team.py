@@ -541,3 +541,42 @@ def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path
     assert len(done) == len(set(done)), done
     assert "lost its worker" not in workers.logs()
     assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]
+
+
+def _job_spans(url: str) -> list[tuple[float, float]]:
+    """Each finished job's (started, ended) times, from procrastinate's events."""
+    import psycopg2
+
+    conn = psycopg2.connect(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT max(at) FILTER (WHERE type = 'started'), "
+                "max(at) FILTER (WHERE type = 'succeeded') "
+                "FROM procrastinate_events GROUP BY job_id ORDER BY job_id"
+            )
+            return [(a.timestamp(), b.timestamp()) for a, b in cur.fetchall() if a and b]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_worker_runs_at_most_its_concurrency_of_sessions_at_once(
+    db, tmp_path, concurrency
+) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sids = [svc.create_session(IDEA) for _ in range(3)]
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.3") as workers:
+        for sid in sids:
+            runs.run(sid)
+        workers.start(1, concurrency=concurrency)
+        for sid in sids:
+            job = runs.wait(sid, timeout=120)
+            assert job is not None and job.state == "finished", workers.logs()
+    spans = _job_spans(db)
+    assert len(spans) == 3
+    most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
+    assert most == concurrency
