@@ -10,6 +10,7 @@ from haytham.config import Settings
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline.state import SessionState
 from haytham.service import Haytham
+from haytham.store import team_packages_missing
 from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
 from haytham.verify.factory import make_verifier
 from haytham.worker import RunWorker
@@ -67,7 +68,9 @@ def make_runs(service: Haytham) -> RunWorker:
     """Who runs sessions for the UI: threads of this process on one machine, or the job queue
     (:class:`haytham.queue.QueuedRuns`) when the sessions are in the shared database."""
     if service.settings.secret("database_url"):
-        from haytham.queue import QueuedRuns  # procrastinate only where a database is used
-
+        try:
+            from haytham.queue import QueuedRuns  # procrastinate only where a database is used
+        except ImportError as exc:
+            raise team_packages_missing(exc) from None
         return QueuedRuns(service)
     return RunWorker(service)

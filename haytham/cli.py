@@ -23,6 +23,7 @@ from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
+from haytham.store import team_packages_missing
 from haytham.transfer import SESSION_FORMAT
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -333,9 +334,9 @@ def _team_runs(svc: Any) -> Any | None:
     ``None`` on one machine, where this command runs the session itself."""
     if not svc.settings.secret("database_url"):
         return None
-    from haytham.queue import QueuedRuns  # procrastinate only where a database is used
+    from haytham.app import make_runs
 
-    return QueuedRuns(svc)
+    return make_runs(svc)
 
 
 def _moves_on(outcome: Any) -> bool:
@@ -432,8 +433,10 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     elif args.command == "migrate":
         print(terminal_safe(svc.migrate()))
     elif args.command == "worker":
-        from haytham.queue import run_worker
-
+        try:
+            from haytham.queue import run_worker
+        except ImportError as exc:
+            raise team_packages_missing(exc) from None
         run_worker(svc, concurrency=args.concurrency or settings.worker_concurrency, name=args.name)
     elif args.command == "export":
         if args.format in BINARY and not args.output:

@@ -59,6 +59,7 @@ from haytham.store import (
     new_session_id,
     now,
     open_store,
+    team_packages_missing,
     validate_session_id,
 )
 from haytham.transfer import SESSION_FORMAT, dump_session, load_session, read_bundle
@@ -379,7 +380,10 @@ class Haytham:
                 "`haytham migrate` sets up the shared database: set HAYTHAM_DATABASE_URL (see "
                 "docs/deploy.md). The sessions folder needs no migration."
             )
-        from haytham.queue import migrate_queue, queue_app  # procrastinate only here
+        try:
+            from haytham.queue import migrate_queue, queue_app  # procrastinate only here
+        except ImportError as exc:
+            raise team_packages_missing(exc) from None
 
         ran = self.store.migrated
         queue = "installed" if migrate_queue(queue_app(url)) else "already installed"

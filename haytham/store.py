@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from burr.core.persistence import SQLitePersister
 
 from haytham.errors import (
+    ConfigError,
     HaythamError,
     InputError,
     SessionCorrupt,
@@ -702,7 +703,17 @@ def open_store(settings: Any) -> Store:
     (:mod:`haytham.pgstore`; both offer the same methods)."""
     url = settings.secret("database_url")
     if url:
-        from haytham.pgstore import PgStore  # psycopg2 only where a database is used
-
+        try:
+            from haytham.pgstore import PgStore  # psycopg2 only where a database is used
+        except ImportError as exc:
+            raise team_packages_missing(exc) from None
         return PgStore(url)
     return SessionStore(settings.sessions_dir)
+
+
+def team_packages_missing(exc: ImportError) -> ConfigError:
+    """The one sentence for ``HAYTHAM_DATABASE_URL`` without the team deployment's packages."""
+    return ConfigError(
+        f"HAYTHAM_DATABASE_URL is set, but the team deployment's package {exc.name or '?'} is "
+        "not installed: pip install -e '.[team]' (or `make setup`), see docs/deploy.md."
+    )

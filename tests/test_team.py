@@ -580,3 +580,31 @@ def test_a_worker_runs_at_most_its_concurrency_of_sessions_at_once(
     assert len(spans) == 3
     most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
     assert most == concurrency
+
+
+def _cli_without(package: str, url: str, tmp_path, monkeypatch, capsys, *command: str) -> str:
+    """``haytham COMMAND`` in this process with ``package`` missing; its stderr."""
+    from haytham.cli import main
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    for loaded in ("haytham.pgstore", "haytham.queue"):
+        monkeypatch.delitem(sys.modules, loaded, raising=False)
+    for key, value in team_env(url, tmp_path).items():
+        if key.startswith("HAYTHAM_"):
+            monkeypatch.setenv(key, value)
+    code = main(list(command))
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "Traceback" not in err, err
+    return err
+
+
+def test_a_database_url_without_psycopg2_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
+    url = "postgresql://haytham@127.0.0.1:1/none"
+    err = _cli_without("psycopg2", url, tmp_path, monkeypatch, capsys, "sessions")
+    assert "package psycopg2 is not installed" in err and "'.[team]'" in err, err
+
+
+def test_a_worker_without_procrastinate_is_one_sentence(db, tmp_path, monkeypatch, capsys) -> None:
+    for command in ("worker", "migrate"):
+        err = _cli_without("procrastinate", db, tmp_path, monkeypatch, capsys, command)
+        assert "package procrastinate is not installed" in err and "'.[team]'" in err, err

@@ -28,6 +28,7 @@ from haytham.models.local import LocalModel
 from haytham.models.providers import boto_session, check_provider
 from haytham.models.recording import RecordingModel
 from haytham.models.replay import Cassette, ReplayModel
+from haytham.store import team_packages_missing
 
 __all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
 
@@ -61,8 +62,10 @@ def call_slots(settings: Settings) -> Slots:
     database, else per process."""
     url = settings.secret("database_url")
     if url:
-        from haytham.pgstore import Database  # psycopg2 only where a database is used
-
+        try:
+            from haytham.pgstore import Database  # psycopg2 only where a database is used
+        except ImportError as exc:
+            raise team_packages_missing(exc) from None
         return SharedCallSlots(settings.provider_concurrency, Database(url).connect)
     return CallSlots(settings.provider_concurrency)
 
