@@ -87,7 +87,7 @@ def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     """What is wrong with session ``sid`` (empty when complete and its own)."""
 
     from haytham.pipeline.state import SessionState
-    from haytham.store import PARTITION
+    from haytham.storage import PARTITION
     from haytham.store import sqlite_persister as persister
 
     root, idea, problems = sessions / sid, idea_for(n), []

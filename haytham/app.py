@@ -10,7 +10,7 @@ from haytham.config import Settings
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline.state import SessionState
 from haytham.service import Haytham
-from haytham.store import team_packages_missing
+from haytham.storage import team_packages_missing
 from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
 from haytham.verify.factory import make_verifier
 from haytham.worker import RunWorker

@@ -23,7 +23,7 @@ from haytham.idea import read_idea_file
 from haytham.redact import redact
 from haytham.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
-from haytham.store import team_packages_missing
+from haytham.storage import team_packages_missing
 from haytham.transfer import SESSION_FORMAT
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -293,7 +293,8 @@ def _validation_folder(target: str, settings: Settings) -> Iterator[tuple[str, P
     if not settings.secret("database_url") or Path(target).exists():
         yield target, settings.sessions_dir
         return
-    from haytham.store import SessionStore, open_store
+    from haytham.storage import open_store
+    from haytham.store import SessionStore
     from haytham.transfer import dump_session, load_session
 
     store = open_store(settings)

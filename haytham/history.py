@@ -32,7 +32,7 @@ from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
 from haytham.schemas.revision import Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
-from haytham.store import Session
+from haytham.storage import Session
 
 AUTO_FEEDBACK = "[automatic rework by the verifier] "
 """How ``verify_phase`` marks a gate record's feedback written by the automatic rework."""

@@ -38,7 +38,7 @@ from haytham.errors import (
     StorageError,
 )
 from haytham.schemas.events import Event
-from haytham.store import (
+from haytham.storage import (
     PARTITION,
     TABLE,
     StateRow,

@@ -28,7 +28,8 @@ from typing import Any, Literal, TextIO
 from haytham.errors import HaythamError
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.stages.base import Phase
-from haytham.store import Session, SessionStore, Store
+from haytham.storage import Session, Store
+from haytham.store import SessionStore
 
 VERIFY_PREFIX = "verify-"
 INPUTS_PREFIX = "validate-input:"

@@ -18,7 +18,7 @@ from haytham.schemas.envelope import StageOutput
 from haytham.schemas.ids import as_refs
 from haytham.schemas.revision import Change, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
-from haytham.store import now
+from haytham.storage import now
 
 AGENT = "change-request"
 CHANGE_HEADING = "## The founder's change request"

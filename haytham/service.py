@@ -54,7 +54,7 @@ from haytham.session_state import (
 )
 from haytham.stages import Phase, get_stage
 from haytham.status import session_status
-from haytham.store import (
+from haytham.storage import (
     Session,
     new_session_id,
     now,

@@ -19,7 +19,7 @@ from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
 from haytham.pipeline.state import RunStatus, SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
-from haytham.store import PARTITION, Session
+from haytham.storage import PARTITION, Session
 
 
 def save_state(

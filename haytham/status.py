@@ -11,7 +11,8 @@ from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
 from haytham.pipeline.projection import summarize
 from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
-from haytham.store import SCHEMA_VERSION, Session
+from haytham.storage import Session
+from haytham.store import SCHEMA_VERSION
 
 
 def broken_files(files: Session) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.errors import InputError
-from haytham.store import StateRow, validate_session_id
+from haytham.storage import StateRow, validate_session_id
 
 FORMAT = "haytham-session"
 SESSION_FORMAT = "session"  # the export format name of a whole session

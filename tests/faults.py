@@ -33,7 +33,7 @@ from strands.types.exceptions import ModelThrottledException
 import haytham.models.factory as factory
 from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES
-from haytham.store import PARTITION
+from haytham.storage import PARTITION
 from haytham.store import sqlite_persister as persister
 
 EXCEPTION_KINDS = ("timeout", "throttle", "server_error", "connection_refused", "client_error")

@@ -59,6 +59,18 @@ def _jobs(url: str, session_id: str) -> list[dict]:
         conn.close()
 
 
+def _mid_stage(svc, runs, workers: Workers, sid: str, done: int = 0) -> int:
+    """Wait until ``done`` steps of ``sid`` completed and the next one runs; the pid of the
+    worker holding the session."""
+    deadline = time.monotonic() + 60
+    while len(_completed(svc, sid)) < done or runs.current_stage(sid) is None:
+        assert time.monotonic() < deadline, workers.logs()
+        time.sleep(0.05)
+    found = re.search(r"\bpid (\d+)", svc.store.open(sid)._holder() or "")
+    assert found is not None
+    return int(found[1])
+
+
 def _one_sentence(text: str) -> bool:
     return "\n" not in text and "Traceback" not in text and text.rstrip().endswith(".")
 
@@ -105,7 +117,7 @@ def test_a_dead_holders_lock_is_released_by_the_server(db, tmp_path) -> None:
         "import sys, time\n"
         "sys.path.insert(0, 'tests')\n"
         "from team_helpers import team_settings\n"
-        "from haytham.store import open_store\n"
+        "from haytham.storage import open_store\n"
         "from pathlib import Path\n"
         f"store = open_store(team_settings({db!r}, Path({str(tmp_path)!r})))\n"
         "with store.open('held').lock():\n"
@@ -196,14 +208,7 @@ def test_a_worker_killed_mid_stage_is_replaced_and_no_completed_stage_runs_again
         workers.start(2)
         sid = svc.create_session(IDEA)
         runs.run(sid)
-        deadline = time.monotonic() + 60
-        while len(_completed(svc, sid)) < 2:  # stage 1 and the anchor are done; stage 2 runs
-            assert time.monotonic() < deadline, workers.logs()
-            time.sleep(0.1)
-        holder = svc.store.open(sid)._holder()
-        found = re.search(r"\bpid (\d+)", holder or "")
-        assert found is not None, holder
-        pid = int(found[1])
+        pid = _mid_stage(svc, runs, workers, sid, done=2)  # stage 1 and the anchor are done
         assert pid in [p.pid for p in workers.procs]
         os.kill(pid, signal.SIGKILL)
         killed_at = len(_completed(svc, sid))
@@ -381,10 +386,7 @@ def test_two_app_instances_show_the_same_live_progress(db, tmp_path) -> None:
         workers.start(1)
         sid = svc.create_session(IDEA)
         runs.run(sid)
-        deadline = time.monotonic() + 60
-        while len(_completed(svc, sid)) < 2 or runs.current_stage(sid) is None:
-            assert time.monotonic() < deadline, workers.logs()
-            time.sleep(0.05)
+        _mid_stage(svc, runs, workers, sid, done=2)
         worker = workers.procs[0]
         worker.send_signal(signal.SIGSTOP)  # freeze the run mid-stage (shorter than a stall)
         time.sleep(0.2)
@@ -525,13 +527,8 @@ def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path
         workers.start(2)
         sid = svc.create_session(IDEA)
         runs.run(sid)
-        deadline = time.monotonic() + 60
-        while runs.current_stage(sid) is None:
-            assert time.monotonic() < deadline, workers.logs()
-            time.sleep(0.05)
-        found = re.search(r"\bpid (\d+)", svc.store.open(sid)._holder() or "")
-        assert found is not None
-        paused = next(p for p in workers.procs if p.pid == int(found[1]))
+        pid = _mid_stage(svc, runs, workers, sid)
+        paused = next(p for p in workers.procs if p.pid == pid)
         paused.send_signal(signal.SIGSTOP)  # silent past the stalled timeout, lock still held
         time.sleep(16)
         paused.send_signal(signal.SIGCONT)

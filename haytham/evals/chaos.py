@@ -29,7 +29,8 @@ from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES, market_context
-from haytham.store import PARTITION, SessionFiles
+from haytham.storage import PARTITION
+from haytham.store import SessionFiles
 from haytham.store import sqlite_persister as persister
 
 ANCHOR = ANCHOR_AGENT

@@ -28,7 +28,7 @@ from haytham.models.local import LocalModel
 from haytham.models.providers import boto_session, check_provider
 from haytham.models.recording import RecordingModel
 from haytham.models.replay import Cassette, ReplayModel
-from haytham.store import team_packages_missing
+from haytham.storage import team_packages_missing
 
 __all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
 

@@ -25,7 +25,7 @@ from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
-from haytham.store import now
+from haytham.storage import now
 from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
 from haytham.verify.rework import ReworkDecision, decide
 

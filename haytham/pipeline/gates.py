@@ -19,7 +19,7 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.gate import AnchorEdit, Clarification, GateRecord, Override
 from haytham.schemas.verification import ReviewArtifact, ReviewIssue
 from haytham.stages import STAGES, Phase, get_stage, next_action, phase_stages
-from haytham.store import now
+from haytham.storage import now
 
 COMMANDS = (
     "approve",

@@ -30,7 +30,7 @@ from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
-from haytham.store import PARTITION
+from haytham.storage import PARTITION
 
 PROJECT = "haytham"
 

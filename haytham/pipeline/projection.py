@@ -18,7 +18,8 @@ from haytham.pipeline.state import SessionState, StageMeta
 from haytham.progress import INPUTS_PREFIX
 from haytham.render import render_stage
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, STAGES, Phase
-from haytham.store import SCHEMA_VERSION, Session
+from haytham.storage import Session
+from haytham.store import SCHEMA_VERSION
 
 SUMMARY_STAGES = tuple(
     row for s in STAGES for row in ((s.slug, ANCHOR_AGENT) if s is ANCHOR_SOURCE else (s.slug,))

@@ -34,7 +34,7 @@ from haytham.schemas.envelope import StageOutput
 from haytham.schemas.verification import ReviewArtifact
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
-from haytham.store import Session
+from haytham.storage import Session
 from haytham.tools.web_search import make_web_search
 from haytham.validate.grounding import ground_anchor
 from haytham.validate.model import Finding

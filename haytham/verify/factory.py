@@ -22,7 +22,7 @@ from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.store import Session
+from haytham.storage import Session
 from haytham.verify.config import VerifyConfig
 from haytham.verify.rework import ReworkDecision
 from haytham.verify.single import verify_single

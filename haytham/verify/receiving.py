@@ -33,7 +33,7 @@ from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG, StageSpec, StageView
 from haytham.stages.base import ItemSource
-from haytham.store import Session
+from haytham.storage import Session
 from haytham.verify.config import input_validator_agent, reviser_agent
 from haytham.verify.single import Asker
 from haytham.verify.verdict import load_prompt

@@ -38,7 +38,7 @@ from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.store import Session
+from haytham.storage import Session
 from haytham.verify.config import COORDINATOR, ROLES, SPECIALISTS, SwarmLimits, VerifyConfig
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
