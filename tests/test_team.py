@@ -6,6 +6,7 @@ Skipped, with the reason, where no PostgreSQL answers (``make services`` starts 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,21 @@ def _mid_stage(svc, runs, workers: Workers, sid: str, done: int = 0) -> int:
     found = re.search(r"\bpid (\d+)", svc.store.open(sid)._holder() or "")
     assert found is not None
     return int(found[1])
+
+
+@contextlib.contextmanager
+def _two_workers_mid_stage(db: str, tmp_path: Path, done: int = 0) -> Iterator[tuple]:
+    """Two workers (replay, 1 s a call) running one new session, caught mid-stage after
+    ``done`` steps: (service, runs, workers, session id, pid of the worker running it)."""
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers:
+        workers.start(2)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        yield svc, runs, workers, sid, _mid_stage(svc, runs, workers, sid, done=done)
 
 
 def _one_sentence(text: str) -> bool:
@@ -200,16 +217,8 @@ def test_import_refuses_what_is_not_a_session_export_and_writes_nothing(db, tmp_
 def test_a_worker_killed_mid_stage_is_replaced_and_no_completed_stage_runs_again(
     db, tmp_path
 ) -> None:
-    from haytham.app import make_runs
-
-    svc = _service(db, tmp_path)
-    runs = make_runs(svc)
-    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers:
-        workers.start(2)
-        sid = svc.create_session(IDEA)
-        runs.run(sid)
-        pid = _mid_stage(svc, runs, workers, sid, done=2)  # stage 1 and the anchor are done
-        assert pid in [p.pid for p in workers.procs]
+    with _two_workers_mid_stage(db, tmp_path, done=2) as (svc, runs, workers, sid, pid):
+        assert pid in [p.pid for p in workers.procs]  # stage 1 and the anchor are done
         os.kill(pid, signal.SIGKILL)
         killed_at = len(_completed(svc, sid))
 
@@ -519,15 +528,7 @@ def test_more_threads_than_pooled_connections_wait_their_turn(db, tmp_path) -> N
 
 
 def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path) -> None:
-    from haytham.app import make_runs
-
-    svc = _service(db, tmp_path)
-    runs = make_runs(svc)
-    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="1") as workers:
-        workers.start(2)
-        sid = svc.create_session(IDEA)
-        runs.run(sid)
-        pid = _mid_stage(svc, runs, workers, sid)
+    with _two_workers_mid_stage(db, tmp_path) as (svc, runs, workers, sid, pid):
         paused = next(p for p in workers.procs if p.pid == pid)
         paused.send_signal(signal.SIGSTOP)  # silent past the stalled timeout, lock still held
         time.sleep(16)
