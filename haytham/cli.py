@@ -24,6 +24,7 @@ from haytham.redact import redact
 from haytham.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
 from haytham.storage import team_packages_missing
+from haytham.store import read_capped
 from haytham.transfer import SESSION_FORMAT
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
@@ -455,10 +456,10 @@ def read_answers_file(path: Path) -> list[str]:
     from haytham.intake import parse_answers_text
 
     try:
-        raw = Path(path).read_bytes()[: 64 * 1024 + 1]
+        raw = read_capped(path, 64 * 1024)
     except OSError as exc:
         raise InputError(f"Cannot read {path}: {exc.strerror or exc}.") from None
-    if len(raw) > 64 * 1024:
+    if raw is None:
         raise InputError(f"{path} is larger than answers can be (64 KiB); shorten it.")
     try:
         return parse_answers_text(raw.decode("utf-8"))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from haytham.errors import InputError
 from haytham.stages.mvp_scope import APPETITES
+from haytham.store import read_capped
 
 MIN_WORDS = 10
 MAX_CHARS = 20_000
@@ -98,11 +99,10 @@ def read_idea_file(path: Path) -> str:
     """The idea in a UTF-8 file, read no further than the longest idea could be."""
     limit = MAX_CHARS * 4  # UTF-8 needs at most 4 bytes a character
     try:
-        with Path(path).open("rb") as fh:
-            raw = fh.read(limit + 1)
+        raw = read_capped(path, limit)
     except OSError as exc:
         raise InputError(f"Cannot read {path}: {exc.strerror or exc}.") from None
-    if len(raw) > limit:
+    if raw is None:
         raise InputError(
             f"{path} is larger than an idea can be ({MAX_CHARS:,} characters); shorten it."
         )

@@ -102,6 +102,18 @@ def _temp_file(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temp file name", str(path.parent))
 
 
+def read_capped(path: Path, limit: int) -> bytes | None:
+    """The bytes of the file at ``path`` when it holds at most ``limit`` of them, else ``None``;
+    never reads more than ``limit + 1`` bytes, so a huge or endless file costs nothing.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    with Path(path).open("rb") as fh:
+        raw = fh.read(limit + 1)
+    return None if len(raw) > limit else raw
+
+
 def write_synced(fd: int, text: str | bytes) -> None:
     """Write ``text`` (UTF-8, or bytes as they are) to the open file ``fd``, close it, and make
     it durable (fsync)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from haytham.errors import InputError
 from haytham.storage import StateRow, validate_session_id
+from haytham.store import read_capped
 
 FORMAT = "haytham-session"
 SESSION_FORMAT = "session"  # the export format name of a whole session
@@ -47,11 +48,10 @@ def read_bundle(path: Path) -> dict[str, Any]:
     """A session file, checked before anything is written (one sentence on any problem)."""
     shown = str(path)[:200]
     try:
-        with Path(path).open("rb") as fh:
-            raw = fh.read(MAX_BUNDLE_BYTES + 1)
+        raw = read_capped(path, MAX_BUNDLE_BYTES)
     except OSError as exc:
         raise InputError(f"Could not read {shown}: {exc.strerror or exc}.") from None
-    if len(raw) > MAX_BUNDLE_BYTES:
+    if raw is None:
         raise InputError(f"{shown} is larger than {MAX_BUNDLE_BYTES // 2**20} MiB; not a session.")
     try:
         data = json.loads(raw.decode("utf-8"))

@@ -30,6 +30,7 @@ from strands.types.content import Messages
 
 from haytham.errors import CassetteMiss, ConfigError
 from haytham.models.accounting import estimate_tokens, messages_text
+from haytham.store import read_capped
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -303,11 +304,10 @@ MAX_CASSETTE_BYTES = 256 * 1024 * 1024
 def _read_text(file: Path) -> str:
     """A cassette file's text, read no further than :data:`MAX_CASSETTE_BYTES`, strictly UTF-8."""
     try:
-        with file.open("rb") as fh:
-            raw = fh.read(MAX_CASSETTE_BYTES + 1)
+        raw = read_capped(file, MAX_CASSETTE_BYTES)
     except OSError as exc:
         raise ConfigError(f"Cannot read the cassette {file}: {exc.strerror or exc}.") from None
-    if len(raw) > MAX_CASSETTE_BYTES:
+    if raw is None:
         raise ConfigError(f"The cassette {file} is larger than {MAX_CASSETTE_BYTES >> 20} MB.")
     try:
         return raw.decode("utf-8")
