@@ -67,6 +67,34 @@ def scratch_database(admin_url: str, prefix: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def wait_for_workers(
+    url: str, count: int, procs: Iterable[subprocess.Popen[bytes]], timeout: float = 60.0
+) -> None:
+    """Wait until ``count`` ``haytham worker`` processes beat on the database at ``url``;
+    ``RuntimeError`` if one of ``procs`` exits first or ``timeout`` s pass."""
+    from psycopg2.errors import UndefinedTable  # here: queue_choice.py's workers import this
+
+    from haytham.pgstore import Database
+    from haytham.queue import count_live_workers
+
+    procs = list(procs)
+    db = Database(url)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError("a worker exited while starting (see its log)")
+            try:
+                if count_live_workers(db) >= count:
+                    return
+            except UndefinedTable:  # the first worker is still installing the queue's schema
+                pass
+            time.sleep(0.2)
+    finally:
+        db.close()
+    raise RuntimeError(f"{count} worker(s) did not register within {timeout:.0f} s")
+
+
 def stop_processes(procs: Iterable[subprocess.Popen[bytes]], timeout: float) -> None:
     """SIGTERM every process still running, then SIGKILL those not gone ``timeout`` s later."""
     procs = list(procs)

@@ -28,11 +28,8 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-
-import psycopg2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -90,29 +87,13 @@ def start_workers(count: int, concurrency: int, logs: Path) -> list[subprocess.P
     return procs
 
 
-def wait_for_workers(url: str, count: int, procs: list[subprocess.Popen[bytes]]) -> None:
-    """Poll ``procrastinate_workers`` until ``count`` workers have registered (60 s at most)."""
-    deadline = time.monotonic() + 60
-    with closing(psycopg2.connect(url)) as conn:
-        conn.autocommit = True
-        while time.monotonic() < deadline:
-            if any(p.poll() is not None for p in procs):
-                raise RuntimeError("a worker exited while starting (see its log)")
-            with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM procrastinate_workers")
-                if cur.fetchone()[0] >= count:
-                    return
-            time.sleep(0.2)
-    raise RuntimeError(f"{count} worker(s) did not register within 60 s")
-
-
 def measure(workers: int, args: argparse.Namespace, logs: Path) -> Result:
     with bench.scratch_database(args.admin_url, "haytham_bench") as url:
         os.environ["HAYTHAM_DATABASE_URL"] = url
         subprocess.run([str(HAYTHAM), "migrate"], check=True, stdout=subprocess.DEVNULL)
         procs = start_workers(workers, args.concurrency, logs)
         try:
-            wait_for_workers(url, workers, procs)
+            bench.wait_for_workers(url, workers, procs)
             svc = make_service(load_settings())
             runs = make_runs(svc)
             assert isinstance(runs, QueuedRuns)

@@ -40,7 +40,7 @@ from procrastinate import exceptions as pexc
 from procrastinate.job_context import JobContext
 
 from haytham.errors import HaythamError, SessionLocked, SessionNotFound
-from haytham.pgstore import PgStore
+from haytham.pgstore import Database, PgStore
 from haytham.service import Haytham
 from haytham.worker import Job, JobState, RunWorker, describe_error
 
@@ -221,15 +221,8 @@ class QueuedRuns(RunWorker):
         """Nothing to drop: the jobs table is the record."""
 
     def live_workers(self) -> int:
-        """Workers that sent a heartbeat within the stalled timeout (a queued job with none
-        waits until one starts)."""
-        with self.db.cursor() as cur:
-            cur.execute(
-                "SELECT count(*) FROM procrastinate_workers "
-                "WHERE last_heartbeat > now() - make_interval(secs => %s)",
-                (STALLED_AFTER_S,),
-            )
-            return int(cur.fetchone()[0])
+        """Workers that are alive (a queued job with none waits until one starts)."""
+        return count_live_workers(self.db)
 
     def wait(self, session_id: str, timeout: float | None = None) -> Job | None:
         """Poll until the session's latest job ends (tests and benchmarks)."""
@@ -241,6 +234,17 @@ class QueuedRuns(RunWorker):
             if deadline is not None and time.monotonic() > deadline:
                 return job
             time.sleep(0.1)
+
+
+def count_live_workers(db: Database) -> int:
+    """Workers on the database that sent a heartbeat within the stalled timeout."""
+    with db.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM procrastinate_workers "
+            "WHERE last_heartbeat > now() - make_interval(secs => %s)",
+            (STALLED_AFTER_S,),
+        )
+        return int(cur.fetchone()[0])
 
 
 def _seconds(at: datetime | None) -> float:

@@ -9,12 +9,10 @@ maintenance database, by a role that may create databases).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import secrets
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,42 +20,44 @@ from typing import Any
 import pytest
 from browser_helpers import CASSETTE, ROOT
 
+
+def _scratch() -> Any:
+    """``benchmarks/scratch.py`` (not a package): the throwaway database, waiting for workers
+    and stopping them, as the team benchmark does it."""
+    spec = importlib.util.spec_from_file_location("scratch", ROOT / "benchmarks" / "scratch.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 ADMIN_URL = os.environ.get(
     "HAYTHAM_TEST_PG", "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
 )
 
 
-def _admin() -> Any:
+def _reachable() -> None:
+    """Skip the test, with the reason, unless the server answers."""
     try:
         import psycopg2
     except ImportError:
         pytest.skip("psycopg2 is not installed (pip install -e '.[team]')")
     try:
-        conn = psycopg2.connect(ADMIN_URL, connect_timeout=3)
+        psycopg2.connect(ADMIN_URL, connect_timeout=3).close()
     except psycopg2.Error as exc:
         first = (str(exc).strip().splitlines() or ["?"])[0]
         pytest.skip(
             f"no PostgreSQL for the team-deployment tests ({first}); `make services` installs "
             "and starts one on loopback"
         )
-    conn.autocommit = True
-    return conn
 
 
 @contextlib.contextmanager
 def database() -> Iterator[str]:
     """The URL of a new, empty database, dropped afterwards (with anything still connected)."""
-    admin = _admin()
-    name = f"haytham_test_{secrets.token_hex(4)}"
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    base = ADMIN_URL.rsplit("/", 1)[0]
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.close()
+    _reachable()
+    with _scratch().scratch_database(ADMIN_URL, "haytham_test") as url:
+        yield url
 
 
 def team_env(url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -107,25 +107,10 @@ class Workers:
         self.wait_ready(len([p for p in self.procs if p.poll() is None]))
 
     def wait_ready(self, n: int, timeout: float = 60) -> None:
-        import psycopg2
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with (
-                contextlib.suppress(psycopg2.Error),
-                contextlib.closing(psycopg2.connect(self.url)) as conn,
-                conn.cursor() as cur,
-            ):
-                cur.execute(
-                    "SELECT count(*) FROM procrastinate_workers "
-                    "WHERE last_heartbeat > now() - interval '5 seconds'"
-                )
-                if cur.fetchone()[0] >= n:
-                    return
-            if any(p.poll() is not None for p in self.procs):
-                pytest.fail(f"a worker exited: {self.logs()}")
-            time.sleep(0.3)
-        pytest.fail(f"{n} workers did not come up: {self.logs()}")
+        try:
+            _scratch().wait_for_workers(self.url, n, self.procs, timeout)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}: {self.logs()}")
 
     def logs(self) -> str:
         return "\n".join(
@@ -134,15 +119,7 @@ class Workers:
         )
 
     def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        _scratch().stop_processes(self.procs, timeout=15.0)
 
     def __enter__(self) -> Workers:
         return self
