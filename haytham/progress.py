@@ -383,30 +383,73 @@ class Tracker:
         return row
 
 
+class _FileTail:
+    """New complete lines of a growing file (``events.jsonl``), from where :meth:`mark` was."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._buffer = b""
+
+    def mark(self) -> None:
+        try:
+            self._offset = self.path.stat().st_size
+        except OSError:
+            self._offset = 0
+
+    def new_lines(self) -> list[bytes]:
+        try:
+            with self.path.open("rb") as fh:
+                size = fh.seek(0, 2)
+                if size < self._offset:  # rewritten under us: follow from its new end
+                    self._offset, self._buffer = size, b""
+                    return []
+                fh.seek(self._offset)
+                chunk = fh.read(size - self._offset)
+        except FileNotFoundError:
+            return []
+        self._offset += len(chunk)
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")  # a torn last line waits for its end
+        return lines
+
+
+class _RowTail:
+    """New event lines of a session in the shared database (team mode), from :meth:`mark`."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._seen = 0
+
+    def mark(self) -> None:
+        self._seen = len(self.session.event_lines())
+
+    def new_lines(self) -> list[str]:
+        lines = self.session.event_lines()
+        fresh, self._seen = lines[self._seen :], len(lines)
+        return fresh
+
+
 class EventFollower:
-    """Tails ``path`` (JSON lines) from its end at :meth:`start` in a background thread and
-    hands each complete line to ``on_event``; :meth:`stop` reads what is left, then returns.
+    """Follows a session's event log (the ``events.jsonl`` at ``source``, or a session of the
+    shared database) from its end at :meth:`start` in a background thread and hands each
+    complete line to ``on_event``; :meth:`stop` reads what is left, then returns.
 
     A problem while following (an unreadable line, a renderer that raises, a closed pipe) stops
     the progress display, never the command: ``error`` keeps it for ``--debug``."""
 
     def __init__(
-        self, path: Path, on_event: Callable[[Event], None], interval: float = 0.1
+        self, source: Path | Session, on_event: Callable[[Event], None], interval: float = 0.1
     ) -> None:
-        self.path = path
+        self.tail = _FileTail(source) if isinstance(source, Path) else _RowTail(source)
         self.on_event = on_event
         self.interval = interval
         self.error: BaseException | None = None
-        self._offset = 0
-        self._buffer = b""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        try:
-            self._offset = self.path.stat().st_size
-        except OSError:
-            self._offset = 0
+        self.tail.mark()
         self._thread = threading.Thread(target=self._loop, name="haytham-progress", daemon=True)
         self._thread.start()
 
@@ -430,46 +473,7 @@ class EventFollower:
             self.error = exc
 
     def _read(self) -> Iterator[Event]:
-        try:
-            with self.path.open("rb") as fh:
-                size = fh.seek(0, 2)
-                if size < self._offset:  # rewritten under us: follow from its new end
-                    self._offset, self._buffer = size, b""
-                    return
-                fh.seek(self._offset)
-                chunk = fh.read(size - self._offset)
-        except FileNotFoundError:
-            return
-        self._offset += len(chunk)
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")  # a torn last line waits for its end
-        for line in lines:
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if isinstance(event, dict):
-                    yield event
-
-
-class SessionEventFollower(EventFollower):
-    """An :class:`EventFollower` of a session in the shared database (team mode): it polls the
-    session's event lines instead of tailing a file."""
-
-    def __init__(
-        self, session: Session, on_event: Callable[[Event], None], interval: float = 0.1
-    ) -> None:
-        super().__init__(Path(), on_event, interval)
-        self.session = session
-        self._seen = 0
-
-    def start(self) -> None:
-        self._seen = len(self.session.event_lines())
-        self._thread = threading.Thread(target=self._loop, name="haytham-progress", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> Iterator[Event]:
-        lines = self.session.event_lines()
-        fresh, self._seen = lines[self._seen :], len(lines)
-        for line in fresh:
+        for line in self.tail.new_lines():
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
                 if isinstance(event, dict):
@@ -516,11 +520,7 @@ def showing_progress(
     except Exception:  # noqa: BLE001 - no display (an odd terminal) is no reason to fail
         yield None
         return
-    follower = (
-        EventFollower(path, Tracker(renderer).feed, interval)
-        if isinstance(path, Path)
-        else SessionEventFollower(path, Tracker(renderer).feed, interval)
-    )
+    follower = EventFollower(path, Tracker(renderer).feed, interval)
     follower.start()
     try:
         yield follower
