@@ -193,8 +193,8 @@ def audit_rows(
         carrier = next((c for c in table.carriers(inv.id) if _key(c.item) == _key(row.item)), None)
         if carrier is None or (inv.id, carrier.item) in by_pair:
             continue
-        part = row.invariant.strip().upper() if _PART.match(row.invariant) else ""
-        claimed = part if part and part in {c.upper() for c in carrier.claims} else inv.id
+        said = row.invariant.strip().upper()
+        claimed = next((c for c in carrier.claims if c.upper() == said and _PART.match(c)), inv.id)
         by_pair[(inv.id, carrier.item)] = row.model_copy(
             update={
                 "invariant": claimed,
