@@ -110,5 +110,6 @@ def test_every_call_after_anchor_extraction_carries_the_anchor_verbatim(
     # ... and every call after anchor extraction carries the anchor of its time, verbatim
     first = agents.index(ANCHOR_AGENT) + 1
     assert agents[:first].count("intake") == 1 and len(agents[first:at_gate_1]) >= 4
-    assert _missing_anchor(prompts[first:at_gate_1], extracted) == []
-    assert _missing_anchor(prompts[at_gate_1:], final) == []
+    missing = _missing_anchor(prompts[first:at_gate_1], extracted)
+    missing += _missing_anchor(prompts[at_gate_1:], final)
+    assert not missing, f"model calls without the rendered anchor: {missing}"

@@ -124,17 +124,17 @@ AUDIT_WORDS = {
 
 
 def audit_line(data: PhaseVerification) -> str:
-    """One line on the carrier audit: how many claimed (invariant, item) pairs the verifier read
-    and what it found; contradictions and dropped invariants are in the decision panel."""
+    """One line on the carrier audit: how many (invariant, item) claims the verifier read and
+    what it found; contradictions and dropped invariants are in the decision panel."""
     counts = {v: sum(1 for r in data.carrier_audit if r.verdict == v) for v in AUDIT_WORDS}
     found = ", ".join(f"{n} {AUDIT_WORDS[v]}" for v, n in counts.items() if n)
     bad = counts["contradicts"] + counts["weakens"]
     mark = ":red[✘]" if counts["contradicts"] else ":orange[!]" if bad else ":green[✔]"
     n = len(data.carrier_audit)
     return (
-        f"{mark} carrier audit: the verifier read {n} item"
+        f"{mark} carrier audit: {n} claim"
         + ("" if n == 1 else "s")
-        + f" against the invariants they claim: {found}"
+        + f" that an item carries an invariant, read against the item's own text: {found}"
         + (f" ({IN_PANEL})" if counts["contradicts"] else "")
     )
 
