@@ -1,6 +1,7 @@
 """Every prompt under test (issue 25 point 4): the replay model records every request it receives
-(stages, anchor extraction, intake, input validators, phase verifiers, every swarm agent, change
-requests, judges), and every call after anchor extraction carries the rendered anchor verbatim."""
+(stages, anchor extraction, intake, input validators and revisers, phase verifiers, every swarm
+agent, change requests, judges), and every call after anchor extraction carries the rendered
+anchor verbatim."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from haytham.evals.judge import Judge, JudgeOptions
 from haytham.evals.rubrics import load_rubrics
 from haytham.models.factory import ModelRuntime
 from haytham.stages import ANCHOR_AGENT, STAGES, Phase
-from haytham.verify.config import ROLES, VerifyConfig, input_validator_agent
+from haytham.verify.config import ROLES, VerifyConfig, input_validator_agent, reviser_agent
 
 FULL = POWER8 / "full"
 REQUEST = "Send reminders by SMS instead of email."
@@ -29,9 +30,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _cassette(tmp_path: Path) -> Path:
-    """The full replay run (intake, stages, input validators, verifiers), plus a change request
-    on mvp-scope and agreeing judge replicas (test fixtures)."""
+    """The full replay run (intake, stages, input validators, verifiers), with an input item
+    rejected and revised by its producer, plus a change request on mvp-scope and agreeing judge
+    replicas (test fixtures)."""
     lines = [x for f in sorted(FULL.glob("*.jsonl")) for x in _lines(f)]
+    lines += _lines(POWER8 / "verify" / "receiving.jsonl")  # a rejected item and its reviser
     scope = next(x for x in lines if x["agent"] == "mvp-scope")
     revised = copy.deepcopy(next(r for r in scope["response"] if "tool" in r)["input"])
     revised["payload"]["in_scope"][2]["description"] += " Reminders go out by SMS."
@@ -104,6 +107,7 @@ def test_every_call_after_anchor_extraction_carries_the_anchor_verbatim(
     expected |= {config.single_agent(Phase.WHY), config.single_agent(Phase.HOW)}
     expected |= {config.swarm_agent(p, r) for p in (Phase.WHAT, Phase.STORIES) for r in ROLES}
     expected |= {input_validator_agent(s.slug) for s in STAGES if s.receives}
+    expected.add(reviser_agent("mvp-scope"))
     expected |= {f"judge-{r}" for r in JUDGED}
     assert expected <= set(agents), sorted(expected - set(agents))
 

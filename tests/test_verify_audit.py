@@ -17,7 +17,7 @@ from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.service import Haytham
 from haytham.stages import Phase
-from haytham.verify.audit import apply_audit, carrier_table, render_table
+from haytham.verify.audit import apply_audit, carrier_table, render_table, rows_from_handoff
 from haytham.verify.factory import make_verifier
 from haytham.verify.verdict import finalize, verification_context
 
@@ -235,3 +235,33 @@ def test_a_claimed_carrier_that_contradicts_blocks_the_gate_with_its_quote(
     assert shows(at, md(f"{item} claims INV-1")) and shows(at, md(f"\u201c{quote}\u201d"))
     assert shows(at, "contradict it (listed in the decision panel")
     assert at.button(key=f"approve_{gate}").disabled
+
+
+def test_the_invariant_checkers_rows_come_first_the_coordinators_fill_gaps(what) -> None:
+    """Swarm: the InvariantChecker answers the audit in its handoff context; a coordinator row
+    for the same pair does not overrule it, one for a pair it left out is counted."""
+    handoff = {
+        "invariant_findings": [],
+        "carrier_audit": [
+            {"invariant": "INV-1", "item": "SCOPE-1", "verdict": "contradicts", "quote": SIGN_UP},
+            "not a row",
+        ],
+    }
+    coordinator = _verdict(
+        {"invariant": "INV-1", "item": "SCOPE-1", "verdict": "honours", "quote": SIGN_UP},
+        {
+            "invariant": "INV-5",
+            "item": "CAP-NF-002",
+            "verdict": "weakens",
+            "quote": "Stable audio and video",
+        },
+    )
+    table = carrier_table(Phase.WHAT, what)
+    audited = apply_audit(coordinator, table, what.anchor, extra=rows_from_handoff(handoff))
+    final = finalize(audited, Phase.WHAT, "swarm")
+    assert [(r.item, r.verdict) for r in final.carrier_audit] == [
+        ("SCOPE-1", "contradicts"),
+        ("CAP-NF-002", "weakens"),
+    ]
+    assert final.status == "failed" and len(final.blocking()) == 1
+    assert rows_from_handoff(None) == [] and rows_from_handoff({"carrier_audit": "x"}) == []
