@@ -7,8 +7,6 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from strands.models import Model
-
 from haytham.config import Settings, load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -73,45 +71,42 @@ def cassette_with(
     return out
 
 
-class CapturingModel(Model):
-    """Delegates to a real provider and records what each call was sent."""
-
-    def __init__(self, inner: Model, agent: str, log: list[dict[str, Any]]) -> None:
-        self.inner, self.agent, self.log = inner, agent, log
-
-    def update_config(self, **kw: Any) -> None:
-        self.inner.update_config(**kw)
-
-    def get_config(self) -> Any:
-        return self.inner.get_config()
-
-    async def stream(self, messages, tool_specs=None, system_prompt=None, **kw) -> AsyncIterator:
-        text = "\n".join(
-            block.get("text", "")
-            for m in messages
-            for block in m.get("content", [])
-            if isinstance(block, dict)
-        )
-        self.log.append({"agent": self.agent, "system": system_prompt or "", "text": text})
-        async for event in self.inner.stream(messages, tool_specs, system_prompt, **kw):
-            yield event
-
-    async def structured_output(self, output_model, prompt, system_prompt=None, **kw):
-        async for event in self.inner.structured_output(output_model, prompt, system_prompt, **kw):
-            yield event
+def _blocks_text(messages: Any) -> str:
+    return "\n".join(
+        block.get("text", "")
+        for m in messages or []
+        for block in m.get("content", [])
+        if isinstance(block, dict)
+    )
 
 
 def capture_prompts(monkeypatch) -> list[dict[str, Any]]:
-    """Wrap every model the runner builds; returns the list the calls are logged into."""
-    import haytham.pipeline.runner as runner
+    """Record every request the replay model receives, at the model layer: stages, anchor
+    extraction, intake, input validators, phase verifiers, every swarm agent, change requests and
+    judges alike (whoever builds the model). Returns the list the calls are appended to, in call
+    order: ``{"agent", "system", "text"}`` (``text``: the messages' text blocks)."""
+    from haytham.models.replay import ReplayModel
 
     log: list[dict[str, Any]] = []
-    real = runner.build_model
+    real_stream, real_structured = ReplayModel.stream, ReplayModel.structured_output
 
-    def build(settings, tier, agent, **kw):
-        return CapturingModel(real(settings, tier, agent, **kw), agent, log)
+    def record(model: ReplayModel, messages: Any, system_prompt: str | None) -> None:
+        log.append(
+            {"agent": model.agent, "system": system_prompt or "", "text": _blocks_text(messages)}
+        )
 
-    monkeypatch.setattr(runner, "build_model", build)
+    async def stream(self, messages, tool_specs=None, system_prompt=None, **kw) -> AsyncIterator:
+        record(self, messages, system_prompt)
+        async for event in real_stream(self, messages, tool_specs, system_prompt, **kw):
+            yield event
+
+    async def structured_output(self, output_model, prompt, system_prompt=None, **kw):
+        record(self, prompt, system_prompt)
+        async for event in real_structured(self, output_model, prompt, system_prompt, **kw):
+            yield event
+
+    monkeypatch.setattr(ReplayModel, "stream", stream)
+    monkeypatch.setattr(ReplayModel, "structured_output", structured_output)
     return log
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline_helpers import POWER8, CapturingModel, cassette_with, replay_settings
+from pipeline_helpers import POWER8, capture_prompts, cassette_with, replay_settings
 
 from haytham.service import Haytham
 from haytham.verify.factory import make_verifier
@@ -58,15 +58,4 @@ def calls_by_agent(root: Path) -> dict[str, int]:
 
 def capture_all_prompts(monkeypatch) -> list[dict[str, Any]]:
     """Capture what every model (stages, single verifiers, swarm agents) was sent."""
-    import haytham.pipeline.runner as runner
-    import haytham.verify.swarm as swarm
-
-    log: list[dict[str, Any]] = []
-    for module in (runner, swarm):
-        real = module.build_model
-
-        def build(settings, tier, agent, _real=real, **kw):
-            return CapturingModel(_real(settings, tier, agent, **kw), agent, log)
-
-        monkeypatch.setattr(module, "build_model", build)
-    return log
+    return capture_prompts(monkeypatch)

@@ -12,6 +12,7 @@ import streamlit as st
 from components.safe_text import badge_label, md, no_paths
 
 from haytham.pipeline.state import SessionState
+from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, get_stage, phase_stages
 from haytham.validate.model import Finding
 
@@ -98,6 +99,8 @@ def verification(phase: Phase, state: SessionState) -> None:
                 f"Warning — **{md(v.invariant)}** in {md(_stage(v.stage))}: {md(v.violation)}",
                 icon=":material/warning:",
             )
+    if data.carrier_audit:
+        st.markdown(audit_line(data))
     if data.identity_preserved:
         st.markdown(
             ":green[✔] identity preserved: " + ", ".join(md(n) for n in data.identity_preserved)
@@ -110,6 +113,30 @@ def verification(phase: Phase, state: SessionState) -> None:
         )
     for w in data.warnings:
         st.warning(md(w), icon=":material/warning:")
+
+
+AUDIT_WORDS = {
+    "honours": "honour it",
+    "weakens": "weaken it",
+    "contradicts": "contradict it",
+    "unrelated": "are about something else",
+}
+
+
+def audit_line(data: PhaseVerification) -> str:
+    """One line on the carrier audit: how many (invariant, item) claims the verifier read and
+    what it found; contradictions and dropped invariants are in the decision panel."""
+    counts = {v: sum(1 for r in data.carrier_audit if r.verdict == v) for v in AUDIT_WORDS}
+    found = ", ".join(f"{n} {AUDIT_WORDS[v]}" for v, n in counts.items() if n)
+    bad = counts["contradicts"] + counts["weakens"]
+    mark = ":red[✘]" if counts["contradicts"] else ":orange[!]" if bad else ":green[✔]"
+    n = len(data.carrier_audit)
+    return (
+        f"{mark} carrier audit: {n} claim"
+        + ("" if n == 1 else "s")
+        + f" that an item carries an invariant, read against the item's own text: {found}"
+        + (f" ({IN_PANEL})" if counts["contradicts"] else "")
+    )
 
 
 def _line(f: Finding, slug: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
@@ -25,6 +25,52 @@ class GenericizationFlag(TolerantModel):
     stage: str
 
 
+AUDIT_VERDICTS = ("honours", "weakens", "contradicts", "unrelated")
+_AUDIT_SPELLINGS = {
+    "honors": "honours",
+    "honoured": "honours",
+    "honored": "honours",
+    "honour": "honours",
+    "honor": "honours",
+    "keeps": "honours",
+    "weaken": "weakens",
+    "weakened": "weakens",
+    "contradict": "contradicts",
+    "contradicted": "contradicts",
+    "violates": "contradicts",
+    "violated": "contradicts",
+    "not_related": "unrelated",
+    "irrelevant": "unrelated",
+    "not_about_it": "unrelated",
+}
+
+
+class CarrierAudit(TolerantModel):
+    """One row of the carrier audit: does an item's own text keep the invariant it claims?"""
+
+    invariant: str = Field(description="The invariant id as in the table (INV-3, or INV-3a).")
+    item: str = Field(description="The item id as in the table (SCOPE-2, CAP-F-001, ...).")
+    verdict: str = Field(
+        description="honours | weakens | contradicts | unrelated",
+        json_schema_extra={"enum": list(AUDIT_VERDICTS)},
+    )
+    quote: str = Field(
+        default="", description="Words copied exactly from the item's text that show it."
+    )
+    # Set by code, never by the model:
+    stage: SkipJsonSchema[str] = ""
+    quote_found: SkipJsonSchema[bool | None] = None
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _near_verdict(cls, v: object) -> object:
+        """A near-miss spelling maps to one of the four; anything else is kept and ignored."""
+        if not isinstance(v, str):
+            return "" if v is None else str(v)
+        key = "_".join(v.strip().lower().replace("-", " ").split())
+        return _AUDIT_SPELLINGS.get(key, key)
+
+
 class PhaseVerification(TolerantModel):
     """A verifier's verdict on one phase against the anchor."""
 
@@ -35,11 +81,28 @@ class PhaseVerification(TolerantModel):
     identity_preserved: list[str] = Field(default_factory=list)
     identity_genericized: list[GenericizationFlag] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    carrier_audit: list[CarrierAudit] = Field(
+        default_factory=list,
+        description="One row per (invariant, item) of the carrier table, when the task has one.",
+    )
     # Set by code, never by the model:
     status: SkipJsonSchema[Literal["passed", "failed", "inconclusive", "off"]] = "passed"
     reason: SkipJsonSchema[str] = ""
     strategy: SkipJsonSchema[str] = "single"
     round: SkipJsonSchema[int] = 0
+
+    @field_validator("carrier_audit", mode="before")
+    @classmethod
+    def _valid_rows_only(cls, v: object) -> object:
+        """A malformed audit row is dropped, never a reason to reject the verdict."""
+        rows = v if isinstance(v, list) else [v] if isinstance(v, dict) else []
+        kept = []
+        for row in rows:
+            try:
+                kept.append(CarrierAudit.model_validate(row))
+            except ValidationError:
+                continue
+        return kept
 
     def blocking(self) -> list[InvariantViolation]:
         return [v for v in self.invariants_violated if v.severity == "blocking"]

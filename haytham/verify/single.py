@@ -1,4 +1,7 @@
-"""The single-agent phase verifier (WHY and HOW by default): one structured call."""
+"""The single-agent phase verifier (WHY and HOW by default): one structured call.
+
+Its answer includes the carrier audit (:mod:`haytham.verify.audit`); code turns the audit rows
+into findings before the verdict is finalized."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from haytham.pipeline.context import Context
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
+from haytham.verify.audit import apply_audit, carrier_table
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
 
@@ -47,4 +51,5 @@ def verify_single(
     except HaythamError as exc:
         return inconclusive(phase, "single", f"the verifier could not run: {exc}")
     assert isinstance(raw, PhaseVerification)
-    return finalize(raw, phase, "single")
+    audited = apply_audit(raw, carrier_table(phase, state), state.anchor)
+    return finalize(audited, phase, "single")

@@ -9,7 +9,9 @@ through ``structured_output_model`` — a central adjudicator, not a vote merge.
 Bounds: the swarm's ``max_handoffs`` / ``max_iterations`` / ``execution_timeout`` /
 ``node_timeout`` (:class:`~haytham.verify.config.SwarmLimits`), one model call per specialist
 (its turn ends as soon as its handoff succeeds) and at most ``turns_per_node`` calls per node run.
-A swarm that ends FAILED, times out, or ends without the coordinator's verdict yields an
+The InvariantChecker also answers the carrier audit (:mod:`haytham.verify.audit`) in its handoff
+``context`` (``carrier_audit``); code counts those rows (the coordinator's own rows fill only
+pairs the checker left out). A swarm that ends FAILED, times out, or ends without the coordinator's verdict yields an
 ``inconclusive`` verification carrying the reason — never a silent pass.
 """
 
@@ -39,6 +41,7 @@ from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
 from haytham.storage import Session
+from haytham.verify.audit import apply_audit, carrier_table, rows_from_handoff
 from haytham.verify.config import COORDINATOR, ROLES, SPECIALISTS, SwarmLimits, VerifyConfig
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
@@ -195,7 +198,9 @@ def verify_swarm(
             "the coordinator gave no valid PhaseVerification "
             f"within {config.limits.turns_per_node} model calls",
         )
-    final = finalize(verdict, phase, "swarm")
+    checker = rows_from_handoff(swarm.shared_context.context.get(SPECIALISTS[0]))
+    audited = apply_audit(verdict, carrier_table(phase, state), state.anchor, extra=checker)
+    final = finalize(audited, phase, "swarm")
     path = f"swarm path {' → '.join(history)}, {sink.count} model calls"
     return final.model_copy(update={"reason": "; ".join(filter(None, [final.reason, path]))})
 

@@ -1,7 +1,8 @@
 """What a phase verifier sees, and how its answer becomes the final ``PhaseVerification``.
 
 A verifier's user message carries the idea, the anchor verbatim, the TL;DRs of earlier phases,
-the phase's full stage outputs and (per phase) the references its rubric needs. Its system prompt
+the phase's full stage outputs, the carrier table of :mod:`haytham.verify.audit` (per invariant,
+the items that claim it, with their text) and (per phase) the references its rubric needs. Its system prompt
 is the agent's role prompt plus the phase rubric (``prompts/verifiers/``).
 
 The model fills the findings; code sets everything that decides: ``passed`` follows from the
@@ -22,6 +23,7 @@ from haytham.stages import BY_SLUG, STAGES, STORY_STAGE, Phase, phase_stages
 from haytham.stages.base import PROMPTS_DIR
 from haytham.stages.mvp_scope import DEFAULT_APPETITE
 from haytham.stages.story_generation import APPETITE_BOUNDS
+from haytham.verify.audit import carrier_table, render_table
 
 VERIFIER_PROMPTS = PROMPTS_DIR / "verifiers"
 
@@ -123,6 +125,16 @@ def verification_context(phase: Phase, state: SessionState) -> Context:
             f"stage:{spec.slug}",
             f"## Output of {spec.slug} (stage {spec.number}: {spec.title})",
             body,
+        )
+    table = carrier_table(phase, state)
+    if table:
+        ctx.add(
+            "carriers",
+            "## Carrier audit: the items that claim to carry each invariant (built by code)",
+            "Each item below lists the invariant in its `carries`. Read its own text and answer "
+            "one audit row per (invariant, item): `honours`, `weakens`, `contradicts` or "
+            "`unrelated`, with a quote copied exactly from the item's text that shows it.\n\n"
+            + render_table(table),
         )
     for slug in references(phase):
         if slug in outputs:
