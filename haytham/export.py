@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.errors import InputError, StorageError
+from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.render import render_stage
 from haytham.sanitize import spreadsheet_cell, terminal_safe
@@ -106,6 +107,11 @@ def to_markdown(state: SessionState) -> str:
         for r in state.revisions:
             parts.append(f"- {r.at} · {r.stage}: “{r.request}” — {r.why}")
             parts += [f"  - {c.kind} {c.where}" for c in r.changes]
+            if r.impact is not None:
+                touched = ", ".join(r.impact.touched) or "none"
+                parts.append(f"  - Invariants touched (code's check): {touched}")
+                parts += [f"    - {line}" for line in impact_lines(r.impact)]
+                parts += [f"    - Disagreement: {d}" for d in r.impact.disagreements()]
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 

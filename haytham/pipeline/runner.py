@@ -23,6 +23,7 @@ from strands.types.exceptions import MaxTokensReachedException, StructuredOutput
 
 from haytham.config import Settings
 from haytham.errors import ContractViolation, HaythamError, StageFailed
+from haytham.impact import compute_impact, impact_lines
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
@@ -265,6 +266,7 @@ class StageRunner:
         except HaythamError as exc:
             self._failed(spec.slug, exc.to_dict())
             raise
+        self._record_impact(spec.slug, state, output)
         findings, divergence = self._post_validate(spec.slug, state, output)
         flags = received.quality_flags if received is not None else None
         self.files.append_event(
@@ -299,6 +301,22 @@ class StageRunner:
             f"the answer did not fit the {spec.output_model.__name__} contract after one repair "
             f"turn; code kept the usable part ({shown})"
         ]
+
+    def _record_impact(self, slug: str, state: SessionState, output: StageOutput) -> None:
+        """A re-run (rework, resume after an anchor edit) replaces an output: what that did to
+        the invariants, computed by code, goes on the record as an ``invariant_impact`` event."""
+        before = state.outputs.get(slug)
+        if before is None:
+            return
+        impact = compute_impact(slug, before, output, state.anchor)
+        if impact.invariants:
+            self.files.append_event(
+                "invariant_impact",
+                slug,
+                touched=impact.touched,
+                broken=impact.broken,
+                notes=impact_lines(impact),
+            )
 
     def _post_validate(
         self, slug: str, state: SessionState, output: StageOutput
