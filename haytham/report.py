@@ -290,6 +290,14 @@ def _market(doc: _Doc, state: SessionState) -> None:
     if market.trends:
         doc.heading("Trends", 2)
         doc.bullets(market.trends)
+    claims = state.outputs[market_context.SPEC.slug].claims
+    if claims:
+        doc.heading("Claims and where they come from", 2)
+        doc.table(
+            ["Claim", "Source", "Evidence"],
+            [[c.statement, c.shown_source, c.evidence or ""] for c in claims],
+            widths=[70, 45, 59],
+        )
     doc.heading("Competitors", 2)
     doc.table(
         ["Id", "Competitor", "Job, for whom", "Same job?", "Pricing", "Switching", "Gap we use"],
@@ -299,7 +307,7 @@ def _market(doc: _Doc, state: SessionState) -> None:
                 c.name,
                 c.job,
                 c.jtbd_match,
-                f"{c.pricing_evidence} ({c.pricing_source})".strip(),
+                f"{c.pricing_evidence} ({c.shown_pricing_source})".strip(),
                 c.switching_cost,
                 c.gap,
             ]

@@ -3,7 +3,8 @@
 Contracts compose, cheapest first (seed 004): the pydantic schema at the tool boundary (one
 repair turn, then a typed :class:`ContractViolation`), then the stage's deterministic code
 (``finalize`` derives fields, ``check`` finds mechanical problems that earn exactly one re-ask),
-then the post-validators. Every model call is accounted in ``events.jsonl``.
+then code rewrites what it checked (a ``web_search`` label no logged search backs is stored as
+unsourced), then the post-validators. Every model call is accounted in ``events.jsonl``.
 
 Where a stage consumes a list of items from an earlier stage, receiving-stage validation
 (:mod:`haytham.verify.receiving`, switch ``HAYTHAM_INPUT_VALIDATION``) runs before it.
@@ -37,6 +38,7 @@ from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, Stag
 from haytham.stages.base import PROMPTS_DIR
 from haytham.storage import Session
 from haytham.tools.web_search import make_web_search
+from haytham.validate.claims import downgrade_unsourced
 from haytham.validate.grounding import ground_anchor
 from haytham.validate.model import Finding
 from haytham.verify.receiving import InputValidation, input_validation_enabled
@@ -266,6 +268,7 @@ class StageRunner:
         except HaythamError as exc:
             self._failed(spec.slug, exc.to_dict())
             raise
+        output = self._downgrade_unsourced(spec.slug, output)
         self._record_impact(spec.slug, state, output)
         findings, divergence = self._post_validate(spec.slug, state, output)
         flags = received.quality_flags if received is not None else None
@@ -301,6 +304,15 @@ class StageRunner:
             f"the answer did not fit the {spec.output_model.__name__} contract after one repair "
             f"turn; code kept the usable part ({shown})"
         ]
+
+    def _downgrade_unsourced(self, slug: str, output: StageOutput) -> StageOutput:
+        """Code rewrites what it checked: a ``web_search`` label no logged search backs is
+        stored as unsourced (the label given kept beside it), logged as ``claims_downgraded``."""
+        tool_calls = [e for e in self.files.events() if e.get("type") == "tool_call"]
+        output, notes = downgrade_unsourced(output, slug, tool_calls)
+        if notes:
+            self.files.append_event("claims_downgraded", slug, downgraded=notes)
+        return output
 
     def _record_impact(self, slug: str, state: SessionState, output: StageOutput) -> None:
         """A re-run (rework, resume after an anchor edit) replaces an output: what that did to

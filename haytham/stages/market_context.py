@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput
+from haytham.schemas.envelope import Source, StageOutput, shown_source
 from haytham.schemas.ids import IdScheme, id_pattern, relink, renumber
 from haytham.stages.base import Phase, StageSpec, StageView
 
@@ -32,14 +33,24 @@ class Competitor(TolerantModel):
         description="How closely it serves the same job-to-be-done."
     )
     pricing_evidence: str = ""
-    pricing_source: Literal["web_search", "estimate", "unsourced"] = Field(
+    pricing_source: Source = Field(
         default="unsourced",
         description="web_search only when a search tool result shows the price.",
+    )
+    # Set by code only (haytham.validate.claims.downgrade_unsourced): the label the stage gave
+    # when no logged search shows the price; ``pricing_source`` is then ``unsourced``.
+    claimed_pricing_source: SkipJsonSchema[Source | None] = Field(
+        default=None, exclude_if=lambda v: v is None
     )
     switching_cost: Level = Field(
         default="medium", description="For the idea's users, leaving this alternative."
     )
     gap: str = Field(default="", description="What it leaves undone that this idea does.")
+
+    @property
+    def shown_pricing_source(self) -> str:
+        """Where the pricing comes from in words, saying when code downgraded it."""
+        return shown_source(self.pricing_source, self.claimed_pricing_source)
 
 
 class MarketContext(TolerantModel):
