@@ -162,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="markdown",
         choices=(*FORMATS, SESSION_FORMAT),
         help="pdf: the whole specification (after Gate 4); validation-pdf: the validation "
-        "report (once the WHY phase has run); both need --output. session: the whole session "
+        "report (once the WHY phase has run); both need --output. competitors: the market's "
+        "competitor map as CSV. linear: stories for Linear's CSV import, dependencies as a "
+        "'Blocked by' line in each description. session: the whole session "
         "as one file, for `haytham import` into this or another store",
     )
     p.add_argument("--output", type=Path, help="write to a file instead of stdout")

@@ -33,9 +33,9 @@ from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.schemas.envelope import StageOutput, Traceable
 from haytham.schemas.revision import Impact, InvariantImpact
 from haytham.schemas.traits import TRAIT_VALUES, near_trait, near_value
-from haytham.stages import BY_SLUG
+from haytham.stages import BY_SLUG, system_traits
 
-TRAITS_STAGE = "system-traits"
+TRAITS_STAGE = system_traits.SPEC.slug
 _PART = re.compile(r"^(INV-\d+)[a-z]$", re.IGNORECASE)
 
 

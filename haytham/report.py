@@ -238,9 +238,9 @@ def _verdict(doc: _Doc, state: SessionState) -> None:
     doc.text(summary.executive_summary)
     doc.heading("Scorecard", 2)
     doc.table(
-        ["Dimension", "Score", "Evidence"],
-        [[d.name, d.score, d.evidence] for d in summary.dimensions],
-        widths=[40, 14, 120],
+        ["Dimension", "Score", "Evidence", "Competitors"],
+        [[d.name, d.score, d.evidence, d.competitors] for d in summary.dimensions],
+        widths=[38, 14, 100, 22],
     )
     doc.heading("Knockout criteria", 2)
     doc.table(
@@ -305,11 +305,11 @@ def _market(doc: _Doc, state: SessionState) -> None:
             [
                 c.id,
                 c.name,
-                c.job,
+                c.job_shown,
                 c.jtbd_match,
                 f"{c.pricing_evidence} ({c.shown_pricing_source})".strip(),
                 c.switching_cost,
-                c.gap,
+                c.gap_shown,
             ]
             for c in market.competitors
         ],

@@ -1,6 +1,7 @@
 """Claim consistency and grounding (ADR-022 2a, 3a): numbers agree, sources exist, founders said it.
 
-Three checks over the envelopes' ``claims`` (plus market-context's ``market_size``):
+Three checks over the envelopes' ``claims`` (plus market-context's ``market_size`` and its
+competitors' pricing):
 
 * **inconsistent quantity** — one quantity (market size, a price, a user count, a percentage of
   the same population) stated with different values in two stages; the later stage is the subject.
