@@ -9,6 +9,7 @@ verifiers and gates, so the cascade is checked like any run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
@@ -22,6 +23,7 @@ from haytham.schemas.ids import as_refs
 from haytham.schemas.revision import Change, Impact, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
 from haytham.storage import now
+from haytham.validate.claims import downgrade_unsourced
 
 AGENT = "change-request"
 CHANGE_HEADING = "## The founder's change request"
@@ -155,13 +157,21 @@ def diff(before: StageOutput, after: StageOutput) -> list[Change]:
     return changes
 
 
-def propose(spec: StageSpec, state: SessionState, request: str, answer: BaseModel) -> Proposal:
+def propose(
+    spec: StageSpec,
+    state: SessionState,
+    request: str,
+    answer: BaseModel,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+) -> Proposal:
     """The proposal from the agent's answer: the revised output completed by the stage's own
-    code (ids, derived fields), invariant references mapped to the anchor's ids."""
+    code (ids, derived fields), invariant references mapped to the anchor's ids, ``web_search``
+    labels no logged search (``tool_calls``) backs stored as unsourced, and code's impact."""
     view = StageView(
         idea=state.idea, outputs=state.outputs, anchor=state.anchor, appetite=state.appetite
     )
     revised, _ = spec.complete(answer.revised, view)  # type: ignore[attr-defined]
+    revised, _ = downgrade_unsourced(revised, spec.slug, tool_calls)
     anchor = state.anchor
 
     def ids(refs: list[str]) -> list[str]:

@@ -426,7 +426,8 @@ class Haytham:
                 proposal_model(spec),
                 account_as=CHANGE_AGENT,
             )
-            proposal = propose(spec, state, text, answer)
+            searches = [e for e in files.events() if e.get("type") == "tool_call"]
+            proposal = propose(spec, state, text, answer, searches)
             files.append_event(
                 "change_proposed",
                 spec.slug,

@@ -12,6 +12,8 @@ from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_settings
 
 from haytham.app import make_service
 from haytham.export import export
+from haytham.pipeline.state import SessionState
+from haytham.revise import proposal_model, propose
 from haytham.schemas.envelope import Claim
 from haytham.stages import BY_SLUG
 from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
@@ -175,3 +177,15 @@ def test_a_claim_a_logged_search_backs_keeps_web_search(tmp_path: Path) -> None:
     later = {**search, "stage": "story-generation"}  # a later stage's search backs nothing here
     gone, notes = downgrade_unsourced(output, "market-context", [later])
     assert len(notes) == 2 and gone.payload.competitors[0].pricing_source == "unsourced"
+
+
+def test_a_change_request_cannot_bring_an_unbacked_web_search_label_back() -> None:
+    spec = BY_SLUG["market-context"]
+    recorded = copy.deepcopy(_market_answer()["response"][-1]["input"])
+    state = SessionState(outputs={spec.slug: spec.output_model.model_validate(recorded)})
+    revised = copy.deepcopy(recorded)
+    revised["claims"][0]["source"] = "web_search"
+    answer = proposal_model(spec).model_validate({"revised": revised, "why": "w"})
+    proposal = propose(spec, state, "Say where the market size comes from.", answer)
+    claim = proposal.revised["claims"][0]
+    assert (claim["source"], claim["claimed_source"]) == ("unsourced", "web_search")
