@@ -166,7 +166,7 @@ def _one(inv: Invariant, old: _Side, new: _Side) -> InvariantImpact | None:
     kept_now = bool(now) or (inv.polarity == "forbids" and bool(honoured_now))
     if kept_was and not kept_now:
         broken = True
-        gone = _named(old, was | honoured_was)
+        gone = _named(old, was | (honoured_was if inv.polarity == "forbids" else set()))
         notes.append(
             f"{_label(inv)} loses its last item that delivers it ({gone}); no IN item "
             "carries it any more."

@@ -218,11 +218,11 @@ def refusal(proposal: Proposal) -> str | None:
         return None
     by_code = [i for i in broken if i in proposal.impact.broken]
     why = (
-        "code's check of the items that carry them finds it"
+        "found by code's check of the items that deliver it"
         if len(by_code) == len(broken)
-        else "the agent's answer says so"
+        else "by the agent's answer"
         if not by_code
-        else "code's check and the agent's answer say so"
+        else "found by code's check, and by the agent's answer"
     )
     return (
         f"This change would break {', '.join(broken)}; nothing was applied ({why}). "

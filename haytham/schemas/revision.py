@@ -74,7 +74,7 @@ class Impact(BaseModel):
         out += [
             f"The change touches {i} (code's diff); the agent did not list it."
             for i in self.touched
-            if i not in self.agent_touched and i not in self.agent_breaks
+            if i not in (*self.agent_touched, *self.agent_breaks, *self.broken)
         ]
         out += [
             f"The agent lists {i} as touched; code found no change to the items that carry it."
