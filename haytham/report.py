@@ -28,6 +28,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from haytham.errors import InputError
+from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.sanitize import terminal_safe
 from haytham.stages import (
@@ -479,7 +480,7 @@ def _fidelity(doc: _Doc, state: SessionState) -> None:
 def _decisions(doc: _Doc, state: SessionState) -> None:
     overrides = [(n, o) for n, g in sorted(state.gates.items()) for o in g.overrides]
     reworks = [(n, g) for n, g in sorted(state.gates.items()) if g.rework_stage]
-    if not overrides and not reworks:
+    if not overrides and not reworks and not state.revisions:
         return
     doc.heading("Reviewer decisions")
     doc.table(
@@ -492,6 +493,20 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
         [[n, g.rework_stage, g.feedback] for n, g in reworks],
         widths=[12, 40, 122],
     )
+    if state.revisions:
+        doc.heading("Change requests", 2)
+        doc.table(
+            ["Stage", "Request", "Invariants touched (code's check)"],
+            [
+                [
+                    r.stage,
+                    r.request,
+                    "; ".join(impact_lines(r.impact)) if r.impact else r.invariants_touched,
+                ]
+                for r in state.revisions
+            ],
+            widths=[30, 60, 84],
+        )
 
 
 def report(state: SessionState, kind: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import GateError, InputError
 from haytham.export import export
+from haytham.report import report
 
 REQUEST = "Send reminders by SMS instead of email."
 
@@ -212,8 +214,9 @@ def test_the_revision_on_record_holds_the_computed_impact(tmp_path) -> None:
         proposal = svc.propose_change(sid, "mvp-scope", REQUEST)
         assert proposal.impact.broken == [] and proposal.impact.touched == ["INV-3"]
         svc.apply_change(sid, proposal)
-        state = svc.load_state(sid)
         history = svc.gate_history(sid, 2)
+        svc.run(sid, auto_approve=True)  # to the end, for the specification PDF
+        state = svc.load_state(sid)
     (saved,) = json.loads((root / "revisions.json").read_text())
     assert saved["invariants_touched"] == ["INV-3"]
     (inv_3,) = saved["impact"]["invariants"]
@@ -223,6 +226,10 @@ def test_the_revision_on_record_holds_the_computed_impact(tmp_path) -> None:
     markdown = export(state, "markdown")
     assert "No longer delivered by SCOPE-3" in markdown
     assert "Disagreement: The change touches INV-3" in markdown
+    pdf = tmp_path / "spec.pdf"
+    pdf.write_bytes(report(state, "specification"))
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "Change requests" in text and "No longer delivered by SCOPE-3" in " ".join(text.split())
     revised = next(e for e in history.entries if e.kind == "revised")
     assert "Invariants touched (code's check): INV-3" in revised.details
     assert any("SCOPE-3" in line for line in revised.diffs[0].invariants)
