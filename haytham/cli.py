@@ -162,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="markdown",
         choices=(*FORMATS, SESSION_FORMAT),
         help="pdf: the whole specification (after Gate 4); validation-pdf: the validation "
-        "report (once the WHY phase has run); both need --output. session: the whole session "
+        "report (once the WHY phase has run); both need --output. competitors: the market's "
+        "competitor map as CSV. linear: stories for Linear's CSV import, dependencies as a "
+        "'Blocked by' line in each description. session: the whole session "
         "as one file, for `haytham import` into this or another store",
     )
     p.add_argument("--output", type=Path, help="write to a file instead of stdout")
@@ -514,7 +516,11 @@ def _intake(
 
 
 def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
-    """Show the proposed change; apply it with --yes or a "y" on a terminal."""
+    """Show the proposed change, code's impact on the invariants and the agent's answer; apply
+    it with --yes or a "y" on a terminal, unless it breaks an invariant."""
+    from haytham.impact import impact_lines
+    from haytham.revise import refusal
+
     proposal = svc.propose_change(args.session_id, args.stage, args.request)
     print(terminal_safe(f"Proposed change to {proposal.stage}: {proposal.why}"))
     for c in proposal.changes:
@@ -522,13 +528,19 @@ def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         print(terminal_safe(f"  {c.kind:8} {c.where}:{before} {c.after!r}".rstrip()))
     if not proposal.changes:
         print("  (no change to the stage's data)")
-    if proposal.invariants_touched:
-        print(terminal_safe(f"Invariants it touches: {', '.join(proposal.invariants_touched)}"))
-    if proposal.breaks:
-        raise InputError(
-            f"It would break {', '.join(proposal.breaks)}; nothing was applied. Change the "
-            "concept anchor first, or ask for a change that keeps it."
-        )
+    impact = proposal.impact
+    touched = impact.touched
+    print(terminal_safe(f"Invariants it touches (code's check): {', '.join(touched) or 'none'}"))
+    for line in impact_lines(impact):
+        print(terminal_safe(f"  {line}"))
+    agent = ", ".join(proposal.invariants_touched) or "none"
+    breaks = ", ".join(proposal.breaks) or "none"
+    print(terminal_safe(f"The agent's answer: touches {agent}; breaks {breaks}."))
+    for line in impact.disagreements():
+        print(terminal_safe(f"  Disagreement: {line}"))
+    refused = refusal(proposal)
+    if refused:
+        raise InputError(refused)
     if not args.yes:
         if not sys.stdin.isatty():
             print("Nothing applied: rerun with --yes to apply a change.")

@@ -136,6 +136,7 @@ INVARIANT_COVERAGE = "invariant_coverage"
 CLAIM_CONSISTENCY = "claim_consistency"
 APPETITE = "appetite"
 FRAMEWORK_COHERENCE = "framework_coherence"
+COMPETITOR_MAP = "competitor_map"
 EMBEDDING_DIVERGENCE = "embedding_divergence"
 EMBEDDING_CONTRADICTION = "embedding_contradiction"
 
@@ -145,6 +146,7 @@ VALIDATOR_NAMES: tuple[str, ...] = (
     CLAIM_CONSISTENCY,
     APPETITE,
     FRAMEWORK_COHERENCE,
+    COMPETITOR_MAP,
     EMBEDDING_DIVERGENCE,
     EMBEDDING_CONTRADICTION,
 )

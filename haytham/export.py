@@ -1,4 +1,9 @@
-"""Exports of a session: Markdown (for people), JSON (everything), CSV (stories).
+"""Exports of a session: Markdown (for people), JSON (everything), CSV (stories; Jira and Linear
+flavours), the competitor map as CSV.
+
+Story dependencies travel in every story export: the CSV's ``depends_on``, Jira's ``Blocked by``
+column, and for Linear (whose CSV importer has no dependency field) a ``Blocked by: S-2, S-3``
+line at the top of each description plus a ``Blocked by`` column to map or read.
 
 CSV, Jira and Linear cells that a spreadsheet would run as a formula are neutralised
 (:func:`haytham.sanitize.spreadsheet_cell`, per OWASP's CSV-injection guidance); Markdown carries
@@ -22,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from haytham.errors import InputError, StorageError
+from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.render import render_stage
 from haytham.sanitize import spreadsheet_cell, terminal_safe
-from haytham.stages import STAGES, STORY_STAGE
+from haytham.stages import STAGES, STORY_STAGE, market_context, risk_assessment, validation_summary
 from haytham.store import write_synced
 
-FORMATS = ("markdown", "json", "csv", "jira", "linear", "pdf", "validation-pdf")
+FORMATS = ("markdown", "json", "csv", "jira", "linear", "competitors", "pdf", "validation-pdf")
 BINARY = ("pdf", "validation-pdf")  # bytes, written to a file (--output), never to a terminal
 _C1 = re.compile("[\x7f-\x9f]")
 
@@ -106,6 +112,11 @@ def to_markdown(state: SessionState) -> str:
         for r in state.revisions:
             parts.append(f"- {r.at} · {r.stage}: “{r.request}” — {r.why}")
             parts += [f"  - {c.kind} {c.where}" for c in r.changes]
+            if r.impact is not None:
+                touched = ", ".join(r.impact.touched) or "none"
+                parts.append(f"  - Invariants touched (code's check): {touched}")
+                parts += [f"    - {line}" for line in impact_lines(r.impact)]
+                parts += [f"    - Disagreement: {d}" for d in r.impact.disagreements()]
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 
@@ -128,6 +139,68 @@ def _csv(rows: list[dict[str, Any]], fields: list[str]) -> str:
 
 def _criteria(story: Mapping[str, Any]) -> str:
     return "\n".join(f"- {c}" for c in story.get("acceptance_criteria", []))
+
+
+def _blocked_line(story: Mapping[str, Any]) -> str:
+    """``Blocked by: S-2, S-3`` and a blank line, for a description; empty without dependencies."""
+    deps = story.get("depends_on", [])
+    return f"Blocked by: {', '.join(deps)}\n\n" if deps else ""
+
+
+COMPETITOR_COLUMNS = (
+    "id",
+    "competitor",
+    "job, for whom",
+    "same job?",
+    "pricing evidence",
+    "pricing from",
+    "switching cost",
+    "gap we use",
+    "cited by",
+)
+
+
+def competitor_rows(state: SessionState) -> list[dict[str, str]]:
+    """The market's competitor map as rows (the UI's table and the CSV): an empty job or gap
+    says why, a downgraded pricing source says so, and each row names the risks and scorecard
+    dimensions that cite it."""
+    market = payload_of(state.outputs, market_context.SPEC.slug)
+    if market is None:
+        return []
+    cites: dict[str, list[str]] = {}
+    risks = payload_of(state.outputs, risk_assessment.SPEC.slug)
+    for n, r in enumerate(risks.risks if risks is not None else [], 1):
+        for ref in r.competitors:
+            cites.setdefault(ref, []).append(f"risk {n}")
+    summary = payload_of(state.outputs, validation_summary.SPEC.slug)
+    for d in summary.dimensions if summary is not None else []:
+        for ref in d.competitors:
+            cites.setdefault(ref, []).append(f"score: {d.name}")
+    return [
+        {
+            "id": c.id,
+            "competitor": c.name,
+            "job, for whom": c.job_shown,
+            "same job?": c.jtbd_match,
+            "pricing evidence": c.pricing_evidence,
+            "pricing from": c.shown_pricing_source,
+            "switching cost": c.switching_cost,
+            "gap we use": c.gap_shown,
+            "cited by": "; ".join(cites.get(c.id, [])),
+        }
+        for c in market.competitors
+    ]
+
+
+def to_competitors_csv(state: SessionState) -> str:
+    """The competitor map as CSV (cells neutralised like every CSV export)."""
+    rows = competitor_rows(state)
+    if not rows:
+        raise InputError(
+            "This session has no competitor map yet (market context lists none); export "
+            "markdown or json instead."
+        )
+    return _csv(rows, list(COMPETITOR_COLUMNS))
 
 
 def to_csv(state: SessionState, flavour: str = "csv") -> str:
@@ -164,15 +237,19 @@ def to_csv(state: SessionState, flavour: str = "csv") -> str:
         rows = [
             {
                 "Title": f"{s['id']} {s['title']}",
-                "Description": f"{s.get('description', '')}\n\n{_criteria(s)}",
+                "Description": _blocked_line(s) + f"{s.get('description', '')}\n\n{_criteria(s)}",
                 "Labels": ",".join(filter(None, [s.get("layer"), s.get("component")])),
                 "Status": "Backlog",
                 "Priority": "",
                 "Estimate": "",
+                "Blocked by": ", ".join(s.get("depends_on", [])),
             }
             for s in items
         ]
-        return _csv(rows, ["Title", "Description", "Labels", "Status", "Priority", "Estimate"])
+        return _csv(
+            rows,
+            ["Title", "Description", "Labels", "Status", "Priority", "Estimate", "Blocked by"],
+        )
     rows = [
         {
             **s,
@@ -213,6 +290,8 @@ def export(state: SessionState, fmt: str) -> str | bytes:
         return to_markdown(state)
     if fmt == "json":
         return to_json(state)
+    if fmt == "competitors":
+        return to_competitors_csv(state)
     return to_csv(state, fmt)
 
 

@@ -9,7 +9,9 @@ are overwritten by the next rework), so the history is read from the sequence of
 - overrides with their reasons, clarifications and anchor edits, approvals and rejections;
 - the re-runs that cleared the gate (``clear-from``);
 - for every rework, what changed in the key item lists of the stages that re-ran (scope items,
-  capabilities, decisions, stories: added, removed and changed items by id and title).
+  capabilities, decisions, stories: added, removed and changed items by id and title), and what
+  that did to the anchor's invariants (:mod:`haytham.impact`: carriers lost or gained, items
+  moved in or out of scope, pins contradicted; broken ones named).
 
 :func:`gate_history` is pure (steps in, history out); :func:`load_steps` is the one reader.
 """
@@ -25,12 +27,13 @@ from burr.core import State
 from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
+from haytham.impact import compute_impact, impact_lines
 from haytham.pipeline.gates import open_blocking
 from haytham.pipeline.graph import gate_name, verify_name
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
-from haytham.schemas.revision import Revision
+from haytham.schemas.revision import Impact, Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
 from haytham.storage import Session
 
@@ -102,6 +105,9 @@ class StageDiff:
     title: str
     fields: tuple[FieldDiff, ...] = ()
     summary_changed: bool = False  # its one-line summary (``tldr``) changed
+    # what the change did to the anchor's invariants (haytham.impact), in plain sentences
+    invariants: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()  # ids of the invariants it broke, by code's check
 
     @property
     def changes(self) -> int:
@@ -197,8 +203,14 @@ def diff_outputs(slug: str, before: StageOutput | None, after: StageOutput | Non
     return StageDiff(slug, BY_SLUG[slug].title, tuple(fields), summary_changed=summary)
 
 
+def with_impact(diff: StageDiff, impact: Impact) -> StageDiff:
+    """``diff`` with the computed impact on the invariants in words."""
+    return replace(diff, invariants=tuple(impact_lines(impact)), broken=tuple(impact.broken))
+
+
 def rerun_diffs(phase: Phase, before: SessionState, after: SessionState) -> tuple[StageDiff, ...]:
-    """The diffs of ``phase``'s stages that ran again between ``before`` and ``after``."""
+    """The diffs of ``phase``'s stages that ran again between ``before`` and ``after``, each
+    with what it did to the invariants (against the anchor it re-ran with)."""
     out = []
     for spec in phase_stages(phase):
         old, new = before.stage_meta.get(spec.slug), after.stage_meta.get(spec.slug)
@@ -206,9 +218,9 @@ def rerun_diffs(phase: Phase, before: SessionState, after: SessionState) -> tupl
             continue  # did not run again (yet)
         if spec.slug not in before.outputs and spec.slug not in after.outputs:
             continue
-        out.append(
-            diff_outputs(spec.slug, before.outputs.get(spec.slug), after.outputs.get(spec.slug))
-        )
+        old_out, new_out = before.outputs.get(spec.slug), after.outputs.get(spec.slug)
+        impact = compute_impact(spec.slug, old_out, new_out, after.anchor or before.anchor)
+        out.append(with_impact(diff_outputs(spec.slug, old_out, new_out), impact))
     return tuple(out)
 
 
@@ -271,10 +283,12 @@ def _auto_rework(step: Step, phase: Phase, round_: int) -> Entry:
 def _revised(prev: Step, step: Step, revision: Revision, record: GateRecord | None) -> Entry:
     """A change request applied to one of the phase's stages (``haytham revise``)."""
     details = [f"Why: {revision.why}"] if revision.why else []
-    if revision.invariants_touched:
-        details.append(f"Invariants touched: {', '.join(revision.invariants_touched)}")
     slug = revision.stage
     before, after = prev.state.outputs.get(slug), step.state.outputs.get(slug)
+    impact = revision.impact or compute_impact(slug, before, after, step.state.anchor)
+    details.append(f"Invariants touched (code's check): {', '.join(impact.touched) or 'none'}")
+    if revision.impact is not None:
+        details += [f"Disagreement: {d}" for d in revision.impact.disagreements()]
     return Entry(
         "revised",
         record.round if record else 0,
@@ -283,7 +297,7 @@ def _revised(prev: Step, step: Step, revision: Revision, record: GateRecord | No
         stage=slug,
         details=tuple(details),
         feedback=revision.request,
-        diffs=(diff_outputs(slug, before, after),),
+        diffs=(with_impact(diff_outputs(slug, before, after), impact),),
         seq=step.seq,
     )
 
@@ -473,6 +487,7 @@ _FIELDS = (
     "verifications",
     "stage_meta",
     "revisions",
+    "anchor",  # what the impact on the invariants is computed against
 )
 _PER_STAGE = ("outputs", "validations")
 
@@ -491,7 +506,8 @@ def _utc(created: Any) -> str | None:
 
 def load_steps(files: Session, phase: Phase) -> list[Step]:
     """Every completed step of the session, oldest first, with only what ``phase``'s history
-    reads (its stages' outputs and findings, the gates, reviews, reworks, verifications).
+    reads (its stages' outputs and findings, the gates, reviews, reworks, verifications, the
+    anchor).
     Read-only: a missing database or table is an empty history."""
     slugs = {s.slug for s in phase_stages(phase)}
     steps = []

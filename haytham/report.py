@@ -28,6 +28,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from haytham.errors import InputError
+from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.sanitize import terminal_safe
 from haytham.stages import (
@@ -238,9 +239,9 @@ def _verdict(doc: _Doc, state: SessionState) -> None:
     doc.text(summary.executive_summary)
     doc.heading("Scorecard", 2)
     doc.table(
-        ["Dimension", "Score", "Evidence"],
-        [[d.name, d.score, d.evidence] for d in summary.dimensions],
-        widths=[40, 14, 120],
+        ["Dimension", "Score", "Evidence", "Competitors"],
+        [[d.name, d.score, d.evidence, d.competitors] for d in summary.dimensions],
+        widths=[38, 14, 100, 22],
     )
     doc.heading("Knockout criteria", 2)
     doc.table(
@@ -290,6 +291,14 @@ def _market(doc: _Doc, state: SessionState) -> None:
     if market.trends:
         doc.heading("Trends", 2)
         doc.bullets(market.trends)
+    claims = state.outputs[market_context.SPEC.slug].claims
+    if claims:
+        doc.heading("Claims and where they come from", 2)
+        doc.table(
+            ["Claim", "Source", "Evidence"],
+            [[c.statement, c.shown_source, c.evidence or ""] for c in claims],
+            widths=[70, 45, 59],
+        )
     doc.heading("Competitors", 2)
     doc.table(
         ["Id", "Competitor", "Job, for whom", "Same job?", "Pricing", "Switching", "Gap we use"],
@@ -297,11 +306,11 @@ def _market(doc: _Doc, state: SessionState) -> None:
             [
                 c.id,
                 c.name,
-                c.job,
+                c.job_shown,
                 c.jtbd_match,
-                f"{c.pricing_evidence} ({c.pricing_source})".strip(),
+                f"{c.pricing_evidence} ({c.shown_pricing_source})".strip(),
                 c.switching_cost,
-                c.gap,
+                c.gap_shown,
             ]
             for c in market.competitors
         ],
@@ -471,7 +480,7 @@ def _fidelity(doc: _Doc, state: SessionState) -> None:
 def _decisions(doc: _Doc, state: SessionState) -> None:
     overrides = [(n, o) for n, g in sorted(state.gates.items()) for o in g.overrides]
     reworks = [(n, g) for n, g in sorted(state.gates.items()) if g.rework_stage]
-    if not overrides and not reworks:
+    if not overrides and not reworks and not state.revisions:
         return
     doc.heading("Reviewer decisions")
     doc.table(
@@ -484,6 +493,20 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
         [[n, g.rework_stage, g.feedback] for n, g in reworks],
         widths=[12, 40, 122],
     )
+    if state.revisions:
+        doc.heading("Change requests", 2)
+        doc.table(
+            ["Stage", "Request", "Invariants touched (code's check)"],
+            [
+                [
+                    r.stage,
+                    r.request,
+                    "; ".join(impact_lines(r.impact)) if r.impact else r.invariants_touched,
+                ]
+                for r in state.revisions
+            ],
+            widths=[30, 60, 84],
+        )
 
 
 def report(state: SessionState, kind: str) -> bytes:

@@ -1,24 +1,29 @@
 """Change requests after the fact: the founder says in words what should change in a stage's
-output; an agent proposes the revised output, the invariants it touches and any it would
-break; code computes the diff. On accept the output is replaced (a :class:`Revision` on the
-record, with the request) and every later stage re-runs through the normal runner, verifiers
-and gates, so the cascade is checked like any run.
+output; an agent proposes the revised output (and, as a second opinion, the invariants it
+touches and any it would break); code computes the diff and the impact on the invariants
+(:mod:`haytham.impact`). A change that breaks an invariant, by code's check or the agent's word,
+is refused. On accept the output is replaced (a :class:`Revision` on the record, with the
+request and the computed impact) and every later stage re-runs through the normal runner,
+verifiers and gates, so the cascade is checked like any run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
 from haytham.errors import GateError, InputError
+from haytham.impact import compute_impact
 from haytham.pipeline.context import Context, build_stage_context
 from haytham.pipeline.state import RunStatus, SessionState, StageMeta
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.ids import as_refs
-from haytham.schemas.revision import Change, Revision
+from haytham.schemas.revision import Change, Impact, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
 from haytham.storage import now
+from haytham.validate.claims import downgrade_unsourced
 
 AGENT = "change-request"
 CHANGE_HEADING = "## The founder's change request"
@@ -26,7 +31,10 @@ CURRENT_HEADING = "## The stage's current output (JSON)"
 
 
 class Proposal(BaseModel):
-    """What the agent proposes and code derived from it; nothing is changed until applied."""
+    """What the agent proposes and code derived from it; nothing is changed until applied.
+
+    ``invariants_touched`` and ``breaks`` are the agent's answer; ``impact`` is code's (with
+    the agent's lists kept inside it), and :attr:`refused_for` is what stops the change."""
 
     stage: str
     request: str
@@ -35,6 +43,12 @@ class Proposal(BaseModel):
     breaks: list[str]
     revised: dict[str, Any]  # the stage's whole output, as JSON
     changes: list[Change]
+    impact: Impact = Field(default_factory=Impact)
+
+    @property
+    def refused_for(self) -> list[str]:
+        """The invariants the change would break (code's check, then the agent's word)."""
+        return list(dict.fromkeys([*self.impact.refused_for, *self.breaks]))
 
 
 def proposal_model(spec: StageSpec) -> type[BaseModel]:
@@ -143,27 +157,77 @@ def diff(before: StageOutput, after: StageOutput) -> list[Change]:
     return changes
 
 
-def propose(spec: StageSpec, state: SessionState, request: str, answer: BaseModel) -> Proposal:
+def propose(
+    spec: StageSpec,
+    state: SessionState,
+    request: str,
+    answer: BaseModel,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+) -> Proposal:
     """The proposal from the agent's answer: the revised output completed by the stage's own
-    code (ids, derived fields), invariant references mapped to the anchor's ids."""
+    code (ids, derived fields), invariant references mapped to the anchor's ids, ``web_search``
+    labels no logged search (``tool_calls``) backs stored as unsourced, and code's impact."""
     view = StageView(
         idea=state.idea, outputs=state.outputs, anchor=state.anchor, appetite=state.appetite
     )
     revised, _ = spec.complete(answer.revised, view)  # type: ignore[attr-defined]
+    revised, _ = downgrade_unsourced(revised, spec.slug, tool_calls)
     anchor = state.anchor
 
     def ids(refs: list[str]) -> list[str]:
         found = [anchor.resolve_ref(r) if anchor else None for r in as_refs(refs)]  # type: ignore[arg-type]
         return list(dict.fromkeys(i.id for i in found if i is not None))
 
+    touched = ids(answer.invariants_touched)  # type: ignore[attr-defined]
+    breaks = ids(answer.breaks)  # type: ignore[attr-defined]
+    before = state.outputs[spec.slug]
     return Proposal(
         stage=spec.slug,
         request=request,
         why=answer.why,  # type: ignore[attr-defined]
-        invariants_touched=ids(answer.invariants_touched),  # type: ignore[attr-defined]
-        breaks=ids(answer.breaks),  # type: ignore[attr-defined]
+        invariants_touched=touched,
+        breaks=breaks,
         revised=revised.model_dump(mode="json"),
-        changes=diff(state.outputs[spec.slug], revised),
+        changes=diff(before, revised),
+        impact=compute_impact(
+            spec.slug, before, revised, anchor, agent_touched=touched, agent_breaks=breaks
+        ),
+    )
+
+
+def recomputed(state: SessionState, proposal: Proposal) -> Proposal:
+    """``proposal`` with its impact computed again against the session as it is now (a proposal
+    comes back from a page or a terminal; what code found then is not taken on trust)."""
+    spec = BY_SLUG[proposal.stage]
+    revised = spec.output_model.model_validate(proposal.revised)
+    impact = compute_impact(
+        spec.slug,
+        state.outputs.get(spec.slug),
+        revised,
+        state.anchor,
+        agent_touched=proposal.invariants_touched,
+        agent_breaks=proposal.breaks,
+    )
+    return proposal.model_copy(update={"impact": impact})
+
+
+def refusal(proposal: Proposal) -> str | None:
+    """One sentence why ``proposal`` cannot be applied (it breaks an invariant), or None."""
+    broken = proposal.refused_for
+    if not broken:
+        return None
+    by_code = [i for i in broken if i in proposal.impact.broken]
+    why = (
+        "found by code's check of the items that deliver it"
+        if len(by_code) == len(broken)
+        else "by the agent's answer"
+        if not by_code
+        else "found by code's check, and by the agent's answer"
+    )
+    return (
+        f"This change would break {', '.join(broken)}; nothing was applied ({why}). "
+        "Change the concept anchor first (clear-from the first stage after it and edit it at "
+        "Gate 1), or ask for a change that keeps it."
     )
 
 
@@ -176,8 +240,9 @@ def revised_state(state: SessionState, proposal: Proposal, cleared: SessionState
         stage=spec.slug,
         request=proposal.request,
         why=proposal.why,
-        invariants_touched=proposal.invariants_touched,
+        invariants_touched=proposal.impact.touched,
         changes=proposal.changes,
+        impact=proposal.impact,
         at=now(),
     )
     meta = StageMeta(

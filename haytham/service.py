@@ -40,6 +40,8 @@ from haytham.revise import (
     change_context,
     proposal_model,
     propose,
+    recomputed,
+    refusal,
     revisable,
     revised_state,
 )
@@ -424,13 +426,16 @@ class Haytham:
                 proposal_model(spec),
                 account_as=CHANGE_AGENT,
             )
-            proposal = propose(spec, state, text, answer)
+            searches = [e for e in files.events() if e.get("type") == "tool_call"]
+            proposal = propose(spec, state, text, answer, searches)
             files.append_event(
                 "change_proposed",
                 spec.slug,
                 request=text,
                 changes=len(proposal.changes),
                 breaks=proposal.breaks,
+                broken=proposal.impact.broken,
+                touched=proposal.impact.touched,
             )
         return proposal
 
@@ -439,17 +444,18 @@ class Haytham:
     ) -> Outcome:
         """Replace the stage's output with the proposal (a revision on the record) and re-run
         every later stage through the runner, verifiers and gates (to the next gate)."""
-        if proposal.breaks:
-            raise GateError(
-                f"This change would break {', '.join(proposal.breaks)}; nothing was applied. "
-                "Change the concept anchor first (clear-from the first stage after it and "
-                "edit it at Gate 1), or ask for a change that keeps it."
-            )
+        refused = refusal(proposal)
+        if refused:
+            raise GateError(refused)
         files = self.store.open(session_id)
         with files.lock():
             ensure_state(files)
             state, seq = load_state_seq(files)
             spec = revisable(state, proposal.stage)
+            proposal = recomputed(state, proposal)  # code's impact on the session as it is now
+            refused = refusal(proposal)
+            if refused:
+                raise GateError(refused)
             new = revised_state(state, proposal, cleared_state(state, spec.number))
             if self.post_validator is not None:
                 findings, divergence = self.post_validator(spec.slug, new, ())
@@ -464,7 +470,11 @@ class Haytham:
             with storage_errors(files):
                 save_state(files, seq + 1, spec.action, new)
             files.append_event(
-                "change_applied", spec.slug, request=proposal.request, changes=proposal.changes
+                "change_applied",
+                spec.slug,
+                request=proposal.request,
+                changes=proposal.changes,
+                impact=proposal.impact.model_dump(mode="json"),
             )
             Projector(files).project(new, position=spec.action, sequence_id=seq + 1)
             if not continue_run:

@@ -55,7 +55,7 @@ def test_a_change_request_is_a_diff_then_applied_rerun_reverified_and_exported(
         expect(proposal.get_by_text("SCOPE-99").first).to_be_visible()
         expect(proposal.get_by_text("SMS reminder before each circle").first).to_be_visible()
         expect(page.get_by_text("Reminders go out by SMS, which patients read.")).to_be_visible()
-        expect(page.get_by_text("Invariants touched:")).to_be_visible()
+        expect(page.get_by_text("Invariants touched (code's check):")).to_be_visible()
         assert not [e for e in _events(tmp_path, sid) if e["type"] == "change_applied"]
         page.get_by_text("Proposed change to MVP scope").scroll_into_view_if_needed()
         shot("change-request-diff")

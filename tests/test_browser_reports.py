@@ -35,6 +35,7 @@ HEADER = [
     "pricing from",
     "switching cost",
     "gap we use",
+    "cited by",
 ]
 VALIDATION_HEADINGS = ["Validation report", "The idea", "Verdict", "Scorecard", "Competitors"]
 SPEC_HEADINGS = ["Product specification", "MVP scope", "Capabilities", "Stories"]

@@ -99,6 +99,23 @@ def test_reviewer_rework_is_a_new_round_with_its_feedback_and_diff(reworked):
     assert svc.gate_history(sid, 3).entries == ()
 
 
+def test_a_rework_records_what_it_did_to_the_invariants(reworked):
+    """The reworked scope adds SCOPE-13, an exclusion honouring INV-4 (the live gathering):
+    code computes that, for the history and the session's event log."""
+    svc, sid = reworked
+    rework = next(e for e in svc.gate_history(sid, 2).entries if e.kind == "rework")
+    scope = rework.diffs[0]
+    assert scope.broken == ()
+    assert any("Now honoured by the exclusion SCOPE-13" in line for line in scope.invariants)
+    events = [
+        json.loads(x)
+        for x in (svc.settings.sessions_dir / sid / "events.jsonl").read_text().splitlines()
+    ]
+    (impact,) = [e for e in events if e["type"] == "invariant_impact"]
+    assert impact["stage"] == "mvp-scope" and impact["data"]["touched"] == ["INV-4"]
+    assert impact["data"]["broken"] == []
+
+
 def test_automatic_rework_shows_the_verifiers_review_and_what_changed(tmp_path):
     svc = service(tmp_path, CLEAN, DRIFT, drop=DRIFTED_STAGES)
     sid = svc.create_session(POWER8_IDEA, session_id="drift")

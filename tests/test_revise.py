@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import GateError, InputError
 from haytham.export import export
+from haytham.report import report
 
 REQUEST = "Send reminders by SMS instead of email."
 
@@ -27,16 +30,26 @@ def _scope_answer() -> dict:
     return line["response"][-1]["input"]
 
 
-def _change_cassette(tmp_path: Path, breaks: list[str] | None = None) -> Path:
-    """The scripted change agent: SCOPE-1 retitled, one item added (a test fixture)."""
+def _change_cassette(
+    tmp_path: Path,
+    breaks: list[str] | None = None,
+    *,
+    edit: Callable[[dict], None] | None = None,
+    touched: list[str] | None = None,
+) -> Path:
+    """The scripted change agent: SCOPE-1 retitled, one item added (a test fixture); or, with
+    ``edit``, whatever ``edit`` does to the recorded scope payload."""
     revised = copy.deepcopy(_scope_answer())
     items = revised["payload"]["in_scope"]
-    items[0]["title"] = items[0]["title"] + " (SMS reminders)"
-    items.append({"id": "SCOPE-99", "title": "SMS reminder before each circle", "carries": []})
+    if edit is None:
+        items[0]["title"] = items[0]["title"] + " (SMS reminders)"
+        items.append({"id": "SCOPE-99", "title": "SMS reminder before each circle", "carries": []})
+    else:
+        edit(revised["payload"])
     answer = {
         "revised": revised,
         "why": "Reminders go out by SMS, which patients read.",
-        "invariants_touched": ["INV-1"],
+        "invariants_touched": ["INV-1"] if touched is None else touched,
         "breaks": breaks or [],
     }
     line = {
@@ -141,3 +154,82 @@ def test_the_cli_shows_the_diff_and_applies_only_with_yes(tmp_path, capsys) -> N
     assert "Gate 2" in capsys.readouterr().out
     with make_service(replay_settings(tmp_path, cassette=cassette)) as again:
         assert len(again.load_state(sid).revisions) == 1
+
+
+def _drop_invite_only(payload: dict) -> None:
+    """SCOPE-1 (invite-only access), the only IN item that carries INV-1, removed."""
+    payload["in_scope"] = [i for i in payload["in_scope"] if i["id"] != "SCOPE-1"]
+
+
+def _drop_scheduling(payload: dict) -> None:
+    """SCOPE-3 removed: INV-3 is still carried by SCOPE-2 and SCOPE-6."""
+    payload["in_scope"] = [i for i in payload["in_scope"] if i["id"] != "SCOPE-3"]
+
+
+def test_a_change_that_removes_an_invariants_last_carrier_is_refused_whatever_the_agent_says(
+    tmp_path,
+) -> None:
+    cassette = _change_cassette(tmp_path, edit=_drop_invite_only, touched=[])  # breaks: []
+    svc, sid = _at_gate_2(tmp_path, cassette)
+    with svc:
+        proposal = svc.propose_change(sid, "mvp-scope", REQUEST)
+        assert proposal.breaks == [] and proposal.invariants_touched == []  # the agent's word
+        assert proposal.impact.broken == ["INV-1"]  # code's check
+        (inv_1,) = proposal.impact.invariants
+        assert inv_1.carriers_removed == ["SCOPE-1"] and inv_1.broken
+        assert any("INV-1 is broken" in d for d in proposal.impact.disagreements())
+        before = svc.load_state(sid)
+        with pytest.raises(GateError, match="would break INV-1; nothing was applied"):
+            svc.apply_change(sid, proposal)
+        # a proposal edited to look harmless is checked again against the session
+        harmless = proposal.model_copy(update={"impact": type(proposal.impact)()})
+        with pytest.raises(GateError, match="would break INV-1"):
+            svc.apply_change(sid, harmless)
+        assert svc.load_state(sid) == before
+        assert svc.load_state(sid).revisions == []
+
+
+def test_the_cli_shows_codes_impact_and_the_disagreement_and_refuses(tmp_path, capsys) -> None:
+    cassette = _change_cassette(tmp_path, edit=_drop_invite_only, touched=[])
+    svc, sid = _at_gate_2(tmp_path, cassette)
+    svc.close()
+    capsys.readouterr()
+    opts = replay_cli_args(tmp_path, cassette)
+    assert main(["revise", sid, "mvp-scope", REQUEST, "--yes", "--quiet", *opts]) != 0
+    out, err = capsys.readouterr()
+    assert "Invariants it touches (code's check): INV-1" in out
+    assert "BROKEN: INV-1 (access_model) loses its last item that delivers it" in out
+    assert "The agent's answer: touches none; breaks none." in out
+    assert "Disagreement: INV-1 is broken by this change" in out
+    assert "would break INV-1; nothing was applied" in err
+    with make_service(replay_settings(tmp_path, cassette=cassette)) as again:
+        assert again.load_state(sid).revisions == []
+
+
+def test_the_revision_on_record_holds_the_computed_impact(tmp_path) -> None:
+    cassette = _change_cassette(tmp_path, edit=_drop_scheduling, touched=["INV-1"])
+    svc, sid = _at_gate_2(tmp_path, cassette)
+    root = tmp_path / "sessions" / sid
+    with svc:
+        proposal = svc.propose_change(sid, "mvp-scope", REQUEST)
+        assert proposal.impact.broken == [] and proposal.impact.touched == ["INV-3"]
+        svc.apply_change(sid, proposal)
+        history = svc.gate_history(sid, 2)
+        svc.run(sid, auto_approve=True)  # to the end, for the specification PDF
+        state = svc.load_state(sid)
+    (saved,) = json.loads((root / "revisions.json").read_text())
+    assert saved["invariants_touched"] == ["INV-3"]
+    (inv_3,) = saved["impact"]["invariants"]
+    assert inv_3["invariant"] == "INV-3" and inv_3["carriers_removed"] == ["SCOPE-3"]
+    assert inv_3["broken"] is False and saved["impact"]["agent_touched"] == ["INV-1"]
+    assert json.loads(export(state, "json"))["revisions"][0]["impact"]["invariants"]
+    markdown = export(state, "markdown")
+    assert "No longer delivered by SCOPE-3" in markdown
+    assert "Disagreement: The change touches INV-3" in markdown
+    pdf = tmp_path / "spec.pdf"
+    pdf.write_bytes(report(state, "specification"))
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "Change requests" in text and "No longer delivered by SCOPE-3" in " ".join(text.split())
+    revised = next(e for e in history.entries if e.kind == "revised")
+    assert "Invariants touched (code's check): INV-3" in revised.details
+    assert any("SCOPE-3" in line for line in revised.diffs[0].invariants)

@@ -8,8 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from test_revise import REQUEST, _change_cassette
+from test_revise import REQUEST, _change_cassette, _drop_invite_only
 from test_ui_support import app, at_gate, poll, service, session_at, shows, texts, use_replay
+
+
+def _plain(text: str) -> str:
+    """Markdown shown on the page with its escapes taken out."""
+    return text.replace("\\", "")
 
 
 def _propose(sid: str):  # noqa: ANN202 — an AppTest
@@ -33,7 +38,10 @@ def test_a_change_request_is_shown_as_a_diff_then_applied_and_the_run_reaches_th
     assert shows(at, "1 added, 0 removed, 1 changed")
     assert shows(at, ":green[added] In scope · `SCOPE-99`")
     assert shows(at, "SMS reminder before each circle")
-    assert shows(at, "**Invariants touched:** `INV-1`")
+    # code finds no carrier changed; the agent said INV-1: shown as a disagreement
+    assert shows(at, "**Invariants touched (code's check):** none")
+    assert shows(at, "The agent's answer: touches `INV-1`")
+    assert any("agent lists INV-1 as touched" in _plain(w.value) for w in at.warning), texts(at)
     assert not at.button(key="change_accept").disabled
     with service() as svc:
         assert svc.load_state(sid).revisions == []  # a proposal changes nothing
@@ -75,6 +83,20 @@ def test_a_change_that_would_break_an_invariant_is_refused(
     use_replay(tmp_path, monkeypatch, cassette=_change_cassette(tmp_path, breaks=["INV-1"]))
     sid = session_at(2)
     at = _propose(sid)
+    assert any("would break `INV-1`" in e.value for e in at.error), texts(at)
+    assert at.button(key="change_accept").disabled
+
+
+def test_a_change_that_removes_the_last_carrier_is_refused_though_the_agent_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = _change_cassette(tmp_path, edit=_drop_invite_only, touched=[])
+    use_replay(tmp_path, monkeypatch, cassette=cassette)
+    sid = session_at(2)
+    at = _propose(sid)
+    assert shows(at, "**Invariants touched (code's check):** `INV-1`"), texts(at)
+    assert any("loses its last item that delivers it" in _plain(t) for t in texts(at))
+    assert any("INV-1 is broken by this change" in _plain(w.value) for w in at.warning)
     assert any("would break `INV-1`" in e.value for e in at.error), texts(at)
     assert at.button(key="change_accept").disabled
 

@@ -24,11 +24,15 @@ def test_verdict_go_with_scorecard(finished: str) -> None:
     assert not at.exception
     assert any("GO" in m.value and "badge" in m.value for m in at.markdown)
     scorecard = at.dataframe[0].value
-    assert list(scorecard.columns) == ["name", "score", "evidence"] and len(scorecard) >= 3
+    assert list(scorecard.columns) == ["name", "score", "evidence", "competitors"]
+    assert len(scorecard) >= 3
+    assert "COMP-01" in scorecard[scorecard["name"] == "Differentiation"].iloc[0]["competitors"]
     assert not [b for b in at.button if b.key == "proceed_anyway"]
     competitors = at.dataframe[-1].value  # the competitor map, sortable, with its ids
     assert list(competitors.columns)[:3] == ["id", "competitor", "job, for whom"]
     assert all(i.startswith("COMP-") for i in competitors["id"])
+    assert all(competitors["job, for whom"]) and all(competitors["gap we use"])
+    assert "risk" in competitors.iloc[0]["cited by"]  # the bundled run cites the map
     assert len(at.get("download_button")) == 2  # the validation PDF and the map's CSV
     assert not any(d.proto.disabled for d in at.get("download_button"))
 
@@ -70,8 +74,9 @@ def test_stories_page_before_stories_offers_markdown_and_json(
     at = app(sid, "views/stories.py")
     assert not at.exception and shows(at, "No stories yet")
     enabled = [not d.proto.disabled for d in at.get("download_button")]
-    # Markdown, JSON, three CSVs, then the validation report (ready) and the specification
-    assert enabled == [True, True, False, False, False, True, False]
+    # Markdown, JSON, three story CSVs, the competitor map (ready), then the validation report
+    # (ready) and the specification
+    assert enabled == [True, True, False, False, False, True, True, False]
 
 
 def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:

@@ -2,7 +2,9 @@
 
 The founder picks one of the phase's stages and says in words what should change. The agent's
 proposal (:meth:`Haytham.propose_change`, which changes nothing) shows as a diff: the items added,
-removed and changed, why, the invariants it touches, and a refusal when it would break one.
+removed and changed, why, the invariants it touches as code computed them (carriers lost or
+gained, items moved in or out of scope, pins contradicted), the agent's own answer beside it with
+any disagreement, and a refusal when it would break one (by code's check or the agent's word).
 **Accept** applies it as a revision and re-runs every later stage in the background worker
 (:meth:`RunWorker.revise`), through the verifiers, to the next gate; **Discard** drops it. Below
 the form: each stage's revisions (the request, when, what changed), which the Markdown and JSON
@@ -17,9 +19,10 @@ from typing import Any
 
 import streamlit as st
 from components.context import Backend, attempt, flash, go, link, show_error
-from components.history import FIELD_NAMES, when
+from components.history import FIELD_NAMES, render_impact, when
 from components.safe_text import code, label, md
 
+from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState
 from haytham.revise import Proposal
 from haytham.schemas.revision import Change, Revision
@@ -114,11 +117,25 @@ def _proposal(
             st.caption("No item of the stage's output changes (its text may).")
         if proposal.why:
             st.markdown(f"**Why:** {md(proposal.why)}")
-        st.markdown(f"**Invariants touched:** {_invariants(state, proposal.invariants_touched)}")
-        refused = bool(proposal.breaks)
+        impact = proposal.impact
+        st.markdown(f"**Invariants touched (code's check):** {_invariants(state, impact.touched)}")
+        render_impact(impact_lines(impact), impact.broken)
+        st.caption(
+            f"The agent's answer: touches {_invariants(state, proposal.invariants_touched)}; "
+            f"breaks {_invariants(state, proposal.breaks)}."
+        )
+        disagreements = impact.disagreements()
+        if disagreements:
+            st.warning(
+                "**Code and the agent disagree**\n\n"
+                + "\n".join(f"- {md(d)}" for d in disagreements),
+                icon=":material/compare_arrows:",
+            )
+        broken = proposal.refused_for
+        refused = bool(broken)
         if refused:
             st.error(
-                f"This change would break {_invariants(state, proposal.breaks)}, so it can't be "
+                f"This change would break {_invariants(state, broken)}, so it can't be "
                 "applied: the concept anchor comes first. Change the anchor at Gate 1 (re-run "
                 "from the first stage after it and edit it there), or ask for a change that "
                 "keeps it.",
@@ -238,6 +255,8 @@ def _revisions(phase: Phase, revisions: list[Revision]) -> None:
                 st.markdown(f"**{when(r.at)}** · “{md(r.request)}” · {_counts(r.changes)}")
                 if r.why:
                     st.caption(f"Why: {md(r.why)}")
+                if r.impact is not None:
+                    render_impact(impact_lines(r.impact), r.impact.broken)
                 if r.changes:
                     st.markdown("\n".join(_change_line(c) for c in r.changes))
     st.caption("The Markdown and JSON exports include every change request.")

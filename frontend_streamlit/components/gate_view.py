@@ -340,7 +340,7 @@ def _outputs(phase: Phase, state: SessionState) -> None:
             box.markdown(
                 "**Claims**  \n"
                 + "  \n".join(
-                    f"• {md(c.statement)} *({_word(c.source)})*"
+                    f"• {md(c.statement)} *({md(c.shown_source)})*"
                     + (f" — {md(c.evidence)}" if c.evidence else "")
                     for c in out.claims
                 )

@@ -154,9 +154,29 @@ def render_diffs(diffs: tuple[StageDiff, ...]) -> None:
         if not d.changes:
             note = " (its summary changed)" if d.summary_changed else ""
             st.markdown(f"**{md(d.title)}**: re-ran; no item added, removed or changed{note}.")
-            continue
-        st.markdown(f"**{md(d.title)}**")
-        st.markdown("\n".join(_field_lines(f) for f in d.fields if f.changes))
+        else:
+            st.markdown(f"**{md(d.title)}**")
+            st.markdown("\n".join(_field_lines(f) for f in d.fields if f.changes))
+        render_impact(d.invariants, d.broken)
+
+
+def render_impact(lines: tuple[str, ...] | list[str], broken: tuple[str, ...] | list[str]) -> None:
+    """What a change did to the invariants, as code computed it (broken ones in red)."""
+    if not lines:
+        st.caption("Invariants: no item that carries one changed (code's check).")
+        return
+    head = (
+        f":red[**Breaks {md(', '.join(broken))}**] (code's check)"
+        if broken
+        else "**Invariants touched** (code's check)"
+    )
+    shown = [
+        f"- :red[{md(line.removeprefix('BROKEN: '))}]"
+        if line.startswith("BROKEN: ")
+        else f"- {md(line)}"
+        for line in lines
+    ]
+    st.markdown("\n".join([head, *shown]))
 
 
 def _field_lines(f: FieldDiff) -> str:

@@ -6,9 +6,8 @@ import pandas as pd
 import streamlit as st
 from components.context import attempt
 
-from haytham.export import export
+from haytham.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
 from haytham.pipeline.state import SessionState, payload_of
-from haytham.sanitize import spreadsheet_cell
 from haytham.stages import STORY_STAGE, VERDICT_STAGE, market_context
 
 REPORTS = {
@@ -36,34 +35,21 @@ def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
 
 
 def competitor_map(sid: str, state: SessionState) -> None:
-    """The market's competitors as a table to sort (click a column) and download."""
+    """The market's competitors as a table to sort (click a column) and download (the same CSV
+    as ``haytham export --format competitors``)."""
     market = payload_of(state.outputs, market_context.SPEC.slug)
     if market is None or not market.competitors:
         return
     st.subheader("Competitor map")
-    table = pd.DataFrame(
-        [
-            {
-                "id": c.id,
-                "competitor": c.name,
-                "job, for whom": c.job,
-                "same job?": c.jtbd_match,
-                "pricing evidence": c.pricing_evidence,
-                "pricing from": c.pricing_source.replace("_", " "),
-                "switching cost": c.switching_cost,
-                "gap we use": c.gap,
-            }
-            for c in market.competitors
-        ]
-    )
+    table = pd.DataFrame(competitor_rows(state), columns=list(COMPETITOR_COLUMNS))
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption(
-        "Click a column to sort. Risks and the scorecard cite these ids; switching cost is "
-        f"{market.switching_cost} overall. {market.switching_cost_note}"
+        "Click a column to sort. Risks and the scorecard cite these ids (“cited by”); switching "
+        f"cost is {market.switching_cost} overall. {market.switching_cost_note}"
     )
     st.download_button(
         "Download the competitor map (CSV)",
-        data=table.map(spreadsheet_cell).to_csv(index=False).encode("utf-8"),
+        data=to_competitors_csv(state).encode("utf-8"),
         file_name=f"{sid}-competitors.csv",
         mime="text/csv",
         key="download_competitors",

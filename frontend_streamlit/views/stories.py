@@ -10,7 +10,7 @@ from components.reports import pdf_download
 from components.safe_text import code, label, md
 from components.stale_banner import stale_banner
 
-from haytham.export import export, stories
+from haytham.export import competitor_rows, export, stories
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.stages import STORY_STAGE, StageSpec, architecture_decisions, capability_model
 
@@ -20,6 +20,7 @@ DOWNLOADS = (
     ("CSV", "csv", "csv", "text/csv"),
     ("Jira CSV", "jira", "jira.csv", "text/csv"),
     ("Linear CSV", "linear", "linear.csv", "text/csv"),
+    ("Competitors CSV", "competitors", "competitors.csv", "text/csv"),
 )
 # the stages whose ids (CAP, DEC) a story implements
 IMPLEMENTED: tuple[StageSpec, ...] = (capability_model.SPEC, architecture_decisions.SPEC)
@@ -46,7 +47,10 @@ def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
     cols = st.columns(len(DOWNLOADS))
     for col, (title, fmt, ext, mime) in zip(cols, DOWNLOADS, strict=True):
         needs_stories = fmt in ("csv", "jira", "linear")
-        data = attempt(lambda f=fmt: export(state, f)) if has_stories or not needs_stories else ""
+        ready = has_stories or not needs_stories
+        if fmt == "competitors":
+            ready = bool(competitor_rows(state))  # once market-context has mapped some
+        data = attempt(lambda f=fmt: export(state, f)) if ready else ""
         col.download_button(
             title,
             data or "",

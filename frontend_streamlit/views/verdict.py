@@ -52,7 +52,8 @@ st.markdown(md(summary.executive_summary))
 
 st.subheader("Scorecard")
 dims = pd.DataFrame(
-    [d.model_dump() for d in summary.dimensions], columns=["name", "score", "evidence"]
+    [{**d.model_dump(), "competitors": ", ".join(d.competitors)} for d in summary.dimensions],
+    columns=["name", "score", "evidence", "competitors"],
 )
 st.dataframe(
     dims,

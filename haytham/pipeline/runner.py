@@ -3,7 +3,8 @@
 Contracts compose, cheapest first (seed 004): the pydantic schema at the tool boundary (one
 repair turn, then a typed :class:`ContractViolation`), then the stage's deterministic code
 (``finalize`` derives fields, ``check`` finds mechanical problems that earn exactly one re-ask),
-then the post-validators. Every model call is accounted in ``events.jsonl``.
+then code rewrites what it checked (a ``web_search`` label no logged search backs is stored as
+unsourced), then the post-validators. Every model call is accounted in ``events.jsonl``.
 
 Where a stage consumes a list of items from an earlier stage, receiving-stage validation
 (:mod:`haytham.verify.receiving`, switch ``HAYTHAM_INPUT_VALIDATION``) runs before it.
@@ -23,6 +24,7 @@ from strands.types.exceptions import MaxTokensReachedException, StructuredOutput
 
 from haytham.config import Settings
 from haytham.errors import ContractViolation, HaythamError, StageFailed
+from haytham.impact import compute_impact, impact_lines
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
 from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
@@ -36,6 +38,7 @@ from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, Stag
 from haytham.stages.base import PROMPTS_DIR
 from haytham.storage import Session
 from haytham.tools.web_search import make_web_search
+from haytham.validate.claims import downgrade_unsourced
 from haytham.validate.grounding import ground_anchor
 from haytham.validate.model import Finding
 from haytham.verify.receiving import InputValidation, input_validation_enabled
@@ -265,6 +268,8 @@ class StageRunner:
         except HaythamError as exc:
             self._failed(spec.slug, exc.to_dict())
             raise
+        output = self._downgrade_unsourced(spec.slug, output)
+        self._record_impact(spec.slug, state, output)
         findings, divergence = self._post_validate(spec.slug, state, output)
         flags = received.quality_flags if received is not None else None
         self.files.append_event(
@@ -299,6 +304,31 @@ class StageRunner:
             f"the answer did not fit the {spec.output_model.__name__} contract after one repair "
             f"turn; code kept the usable part ({shown})"
         ]
+
+    def _downgrade_unsourced(self, slug: str, output: StageOutput) -> StageOutput:
+        """Code rewrites what it checked: a ``web_search`` label no logged search backs is
+        stored as unsourced (the label given kept beside it), logged as ``claims_downgraded``."""
+        tool_calls = [e for e in self.files.events() if e.get("type") == "tool_call"]
+        output, notes = downgrade_unsourced(output, slug, tool_calls)
+        if notes:
+            self.files.append_event("claims_downgraded", slug, downgraded=notes)
+        return output
+
+    def _record_impact(self, slug: str, state: SessionState, output: StageOutput) -> None:
+        """A re-run (rework, resume after an anchor edit) replaces an output: what that did to
+        the invariants, computed by code, goes on the record as an ``invariant_impact`` event."""
+        before = state.outputs.get(slug)
+        if before is None:
+            return
+        impact = compute_impact(slug, before, output, state.anchor)
+        if impact.invariants:
+            self.files.append_event(
+                "invariant_impact",
+                slug,
+                touched=impact.touched,
+                broken=impact.broken,
+                notes=impact_lines(impact),
+            )
 
     def _post_validate(
         self, slug: str, state: SessionState, output: StageOutput

@@ -19,12 +19,33 @@ TLDR_MAX_WORDS = 300
 INVARIANT_REF = r"^INV-\d{1,2}$"
 
 
+Source = Literal["web_search", "estimate", "unsourced"]
+UNBACKED = "no logged search supports it"
+
+
+def shown_source(source: str, claimed: str | None) -> str:
+    """A source as people read it: ``unsourced (said web search; no logged search supports
+    it)`` when code downgraded the label the stage gave."""
+    word = source.replace("_", " ")
+    if claimed and claimed != source:
+        return f"{word} (said {claimed.replace('_', ' ')}; {UNBACKED})"
+    return word
+
+
 class Claim(TolerantModel):
     statement: str = Field(min_length=1)
-    source: Literal["web_search", "estimate", "unsourced"] = Field(
-        description="web_search only when a search tool result supports it."
-    )
+    source: Source = Field(description="web_search only when a search tool result supports it.")
     evidence: str | None = Field(default=None, description="URL, tool result or reasoning.")
+    # Set by code only (haytham.validate.claims.downgrade_unsourced): the label the stage gave
+    # when no logged search backs it; ``source`` is then ``unsourced``.
+    claimed_source: SkipJsonSchema[Source | None] = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+
+    @property
+    def shown_source(self) -> str:
+        """The source in words, saying when code downgraded it."""
+        return shown_source(self.source, self.claimed_source)
 
 
 class Traceable(TolerantModel):

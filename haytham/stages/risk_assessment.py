@@ -74,7 +74,7 @@ class RiskAssessmentOutput(StageOutput):
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
     for r in output.payload.risks:
-        r.competitors = cite_competitors(r.competitors, view)
+        r.competitors = cite_competitors(r.competitors, view, f"{r.risk} {r.mitigation}")
     return output
 
 

@@ -77,7 +77,7 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
     level = risk.risk_level if risk is not None else "medium"
     p: ValidationSummary = output.payload
     for d in p.dimensions:
-        d.competitors = cite_competitors(d.competitors, view)
+        d.competitors = cite_competitors(d.competitors, view, f"{d.name} {d.evidence}")
     decided, reason = verdict(p.knockout_criteria, p.dimensions, level)
     payload = p.model_copy(
         update={"risk_level": level, "verdict": decided, "verdict_reason": reason}

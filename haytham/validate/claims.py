@@ -1,6 +1,7 @@
 """Claim consistency and grounding (ADR-022 2a, 3a): numbers agree, sources exist, founders said it.
 
-Three checks over the envelopes' ``claims`` (plus market-context's ``market_size``):
+Three checks over the envelopes' ``claims`` (plus market-context's ``market_size`` and its
+competitors' pricing):
 
 * **inconsistent quantity** — one quantity (market size, a price, a user count, a percentage of
   the same population) stated with different values in two stages; the later stage is the subject.
@@ -8,8 +9,12 @@ Three checks over the envelopes' ``claims`` (plus market-context's ``market_size
   region, year) agree, so "TAM $12B" and "SAM $4.3B" do not clash.
 * **unsourced** — a claim marked ``web_search`` with no logged ``tool_call`` of a search/fetch
   tool (from that stage or an earlier one) whose input or result carries the claim's numbers
-  (or, for claims without numbers, its URL or most of its key terms); it is downgraded to
-  unsourced. A statistic the stage itself marks ``unsourced`` is reported too.
+  (or, for claims without numbers, its URL or most of its key terms). The runner stores it as
+  ``unsourced`` right after the stage runs (:func:`downgrade_unsourced`; the label given is kept
+  in ``claimed_source``), so the output, the exports and the PDF say unsourced, and this check
+  reports it. A competitor's ``pricing_source: web_search`` is checked the same way against its
+  ``pricing_evidence`` (kept in ``claimed_pricing_source``). A statistic the stage itself marks
+  ``unsourced`` is reported too.
 * **phantom founder claim** — a risk-assessment claim with ``origin: founder`` whose content words
   are mostly absent from the idea text and from idea-analysis (the pipeline's restatement of the
   idea, worded as the later stages word things, so a paraphrase is not mistaken for a phantom),
@@ -23,9 +28,10 @@ that reuses the idea's words to say something the founder did not mean.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from haytham.schemas.envelope import StageOutput
 from haytham.stages import idea_analysis, market_context, risk_assessment
 from haytham.validate.common import STAGE_NUMBER, Context, finding
 from haytham.validate.lexicon import hits, key_terms
@@ -88,9 +94,15 @@ def _call_data(call: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _tool_texts(ctx: Context, slug: str) -> list[str]:
+    return search_texts(ctx.snap.tool_calls, slug)
+
+
+def search_texts(tool_calls: Iterable[Mapping[str, Any]], slug: str) -> list[str]:
+    """The input and result of every logged search/fetch tool call of ``slug`` or an earlier
+    stage (``tool_call`` events, whole or their ``data``)."""
     limit = STAGE_NUMBER.get(slug, 99)
     texts = []
-    for raw in ctx.snap.tool_calls:
+    for raw in tool_calls:
         call = _call_data(raw)
         if not _SEARCH_TOOL.search(str(call.get("tool", ""))):
             continue
@@ -124,6 +136,45 @@ def _sourced(statement: str, evidence: str | None, tool_texts: list[str], tolera
     return False
 
 
+def _pricing_backed(competitor: Any, tool_texts: list[str]) -> bool:
+    evidence = (competitor.pricing_evidence or "").strip()
+    return bool(evidence) and _sourced(evidence, evidence, tool_texts, 0.01)
+
+
+def downgrade_unsourced(
+    output: StageOutput, slug: str, tool_calls: Iterable[Mapping[str, Any]]
+) -> tuple[StageOutput, list[str]]:
+    """``output`` with every ``web_search`` label that no logged search backs stored as
+    ``unsourced`` (the label given kept in ``claimed_source``, or ``claimed_pricing_source``
+    for a competitor's pricing), and one sentence per change. Code rewrites the data the
+    exports and reports read; a warning alone would leave the label standing."""
+    texts = search_texts(tool_calls, slug)
+    notes: list[str] = []
+    claims = []
+    for claim in output.claims:
+        claim = claim.model_copy(update={"claimed_source": None})  # code's field, never a model's
+        if claim.source == "web_search" and not _sourced(
+            claim.statement, claim.evidence, texts, 0.01
+        ):
+            claim = claim.model_copy(update={"source": "unsourced", "claimed_source": "web_search"})
+            notes.append(f"claim {short(claim.statement, 80)!r}")
+        claims.append(claim)
+    update: dict[str, Any] = {"claims": claims}
+    competitors = getattr(output.payload, "competitors", None)
+    if slug == market_context.SPEC.slug and competitors:
+        fixed = []
+        for c in competitors:
+            c = c.model_copy(update={"claimed_pricing_source": None})
+            if c.pricing_source == "web_search" and not _pricing_backed(c, texts):
+                c = c.model_copy(
+                    update={"pricing_source": "unsourced", "claimed_pricing_source": "web_search"}
+                )
+                notes.append(f"{c.id} {c.name} pricing")
+            fixed.append(c)
+        update["payload"] = output.payload.model_copy(update={"competitors": fixed})
+    return output.model_copy(update=update), notes
+
+
 def _unsourced(ctx: Context) -> list[Finding]:
     found: list[Finding] = []
     for slug, out in ctx.snap.outputs.items():
@@ -131,7 +182,18 @@ def _unsourced(ctx: Context) -> list[Finding]:
             continue
         tool_texts: list[str] | None = None
         for claim in out.claims:
-            if claim.source == "web_search":
+            if claim.claimed_source == "web_search" and claim.source != "web_search":
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"{slug} cited web_search for a claim no logged search result "
+                        "supports; code stored it as unsourced",
+                        evidence=f"{short(claim.statement, 140)!r} (evidence: "
+                        f"{short(claim.evidence or 'none', 80)})",
+                    )
+                )
+            elif claim.source == "web_search":
                 if tool_texts is None:
                     tool_texts = _tool_texts(ctx, slug)
                 if not _sourced(claim.statement, claim.evidence, tool_texts, 0.01):
@@ -154,6 +216,30 @@ def _unsourced(ctx: Context) -> list[Finding]:
                         evidence=short(claim.statement, 160),
                     )
                 )
+    return found
+
+
+def _unsourced_pricing(ctx: Context) -> list[Finding]:
+    slug = market_context.SPEC.slug
+    market = ctx.payload(slug)
+    if market is None or not ctx.wants(slug):
+        return []
+    found: list[Finding] = []
+    tool_texts = _tool_texts(ctx, slug)
+    for c in market.competitors:
+        downgraded = c.claimed_pricing_source == "web_search" and c.pricing_source != "web_search"
+        if downgraded or (c.pricing_source == "web_search" and not _pricing_backed(c, tool_texts)):
+            done = "code stored it as unsourced" if downgraded else "treat it as unsourced"
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{slug} cites web_search for {c.id} {c.name}'s pricing and no logged "
+                    f"search result shows it; {done}",
+                    item=c.id,
+                    evidence=short(c.pricing_evidence or "no pricing evidence", 140),
+                )
+            )
     return found
 
 
@@ -212,4 +298,4 @@ def _phantom(ctx: Context) -> list[Finding]:
 
 
 def check(ctx: Context) -> list[Finding]:
-    return _inconsistent(ctx) + _unsourced(ctx) + _phantom(ctx)
+    return _inconsistent(ctx) + _unsourced(ctx) + _unsourced_pricing(ctx) + _phantom(ctx)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from haytham.config import (
     APPETITE,
     CLAIM_CONSISTENCY,
+    COMPETITOR_MAP,
     EMBEDDING_CONTRADICTION,
     EMBEDDING_DIVERGENCE,
     FRAMEWORK_COHERENCE,
@@ -32,6 +33,7 @@ from haytham.schemas.envelope import StageOutput
 __all__ = [
     "APPETITE",
     "CLAIM_CONSISTENCY",
+    "COMPETITOR_MAP",
     "EMBEDDING_CONTRADICTION",
     "EMBEDDING_DIVERGENCE",
     "FRAMEWORK_COHERENCE",

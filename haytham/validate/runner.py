@@ -17,6 +17,7 @@ from haytham.stages import get_stage, idea_analysis
 from haytham.validate import (
     appetite,
     claims,
+    competitor_map,
     contradiction,
     divergence,
     frameworks,
@@ -44,6 +45,7 @@ LEXICAL: tuple[tuple[str, Callable[[Context], list[Finding]]], ...] = (
     (claims.NAME, claims.check),
     (appetite.NAME, appetite.check),
     (frameworks.FRAMEWORK_COHERENCE, frameworks.check),
+    (competitor_map.NAME, competitor_map.check),
 )
 
 
