@@ -147,15 +147,27 @@ def test_gate_1_clarifications_edits_overrides_and_approval(tmp_path):
         )
         goal = anchor.intent.non_goals[0]
         svc.decide(sid, 1, {"kind": "remove_non_goal", "text": goal}, continue_run=False)
+        svc.recheck(sid, 1)  # the edit left the phase's checks stale
         svc.override(sid, 1, "checked by hand")
         svc.approve(sid, 1, "looks right", continue_run=False)
         history = svc.gate_history(sid, 1)
     finally:
         svc.close()
     kinds = [e.kind for e in history.entries]
-    assert kinds == ["opened", "clarification", "edit", "edit", "override", "approved"]
+    assert kinds == [
+        "opened",
+        "clarification",
+        "recheck",  # a clarification re-checks the phase against the clarified anchor
+        "edit",
+        "edit",
+        "recheck",
+        "override",
+        "approved",
+    ]
     assert all(e.round == 1 for e in history.entries)
-    opened, clarified, edited, removed, override, approved = history.entries
+    opened, clarified, auto_check, edited, removed, recheck, override, approved = history.entries
+    assert "after the clarification" in " ".join(auto_check.details)
+    assert "the concept anchor changed" in " ".join(recheck.details)
     assert any(d.startswith("Verification inconclusive") for d in opened.details)
     assert clarified.summary == f"Clarified {len(pending)} invariant(s)"
     assert edited.summary == f"Edited the anchor: {target.property}"

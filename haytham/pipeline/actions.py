@@ -22,6 +22,7 @@ from haytham.intake import (
 )
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
+from haytham.pipeline.staleness import earlier_inputs, phase_fingerprint, stage_fingerprint
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
@@ -90,13 +91,17 @@ def intake(
 def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> SessionState:
     result = runner.run_stage(spec, state)
     outputs = {**state.outputs, **result.inputs, spec.slug: result.output}
+    after = state.model_copy(update={"outputs": outputs})
+    at = now()
     meta = StageMeta(
         status="needs_attention" if result.problems else "completed",
         attempts=result.attempts,
         problems=result.problems,
-        at=now(),
+        at=at,
         quality_flags=result.quality_flags,
         anchor=state.anchor.digest() if state.anchor else None,
+        inputs=earlier_inputs(after, spec.slug),
+        checked=stage_fingerprint(after, spec.slug, at),
     )
     reviews = dict(state.reviews)
     consumed = reviews.pop(spec.slug, None)
@@ -149,6 +154,9 @@ def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -
         if callable(record_rework):
             record_rework(phase, decision)
         verification = decision.verification
+    verification = verification.model_copy(
+        update={"checked": phase_fingerprint(state, phase, now())}
+    )
     verifications = {**state.verifications, phase.value: verification}
     if decision is not None and decision.route is not None:  # automatic rework
         return state.model_copy(

@@ -25,6 +25,16 @@ class GenericizationFlag(TolerantModel):
     stage: str
 
 
+class Fingerprint(TolerantModel):
+    """What a check depended on when it ran: the anchor's digest (``None``: it did not use the
+    anchor) and a digest of each stage output it read. A check whose recorded digests differ from
+    the current ones is stale (see :mod:`haytham.pipeline.staleness`)."""
+
+    anchor: str | None = None
+    outputs: dict[str, str] = Field(default_factory=dict)
+    at: str | None = None
+
+
 class PhaseVerification(TolerantModel):
     """A verifier's verdict on one phase against the anchor."""
 
@@ -40,6 +50,7 @@ class PhaseVerification(TolerantModel):
     reason: SkipJsonSchema[str] = ""
     strategy: SkipJsonSchema[str] = "single"
     round: SkipJsonSchema[int] = 0
+    checked: SkipJsonSchema[Fingerprint | None] = None  # what it verified (set by code)
 
     def blocking(self) -> list[InvariantViolation]:
         return [v for v in self.invariants_violated if v.severity == "blocking"]
