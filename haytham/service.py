@@ -26,11 +26,11 @@ from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
-from haytham.pipeline.recheck import recheck_phase
-from haytham.pipeline.staleness import describe, stale_checks, stale_phases
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
+from haytham.pipeline.recheck import recheck_phase
 from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
+from haytham.pipeline.staleness import describe, stale_checks, stale_phases
 from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.progress import LiveCall, LiveCalls
 from haytham.render import render_stage
@@ -45,6 +45,8 @@ from haytham.revise import (
     revisable,
     revised_state,
 )
+from haytham.schemas.anchor import reviewer_name
+from haytham.schemas.gate import Recheck
 from haytham.session_state import (
     cleared_state,
     ensure_state,
@@ -55,8 +57,6 @@ from haytham.session_state import (
     save_state,
     storage_errors,
 )
-from haytham.schemas.anchor import reviewer_name
-from haytham.schemas.gate import Recheck
 from haytham.stages import Phase, get_stage, phase_stages
 from haytham.status import session_status
 from haytham.storage import (

@@ -8,8 +8,8 @@ from typing import Any
 
 from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.gates import open_blocking, phase_for_gate
-from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.projection import summarize
+from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
 from haytham.storage import Session

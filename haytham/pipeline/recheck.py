@@ -50,10 +50,7 @@ def recheck_phase(
     state = state.model_copy(
         update={"validations": validations, "divergence": divergence, "stage_meta": metas}
     )
-    if verifier is None:
-        verification = off(phase, "verification is off")
-    else:
-        verification = verifier(phase, state)
+    verification = off(phase, "verification is off") if verifier is None else verifier(phase, state)
     verification = verification.model_copy(update={"checked": phase_fingerprint(state, phase, at)})
     return state.model_copy(
         update={"verifications": {**state.verifications, phase.value: verification}}
