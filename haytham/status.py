@@ -138,7 +138,7 @@ def session_status(files: Session, state: SessionState) -> dict[str, Any]:
                 "invariant": i.property,
                 "confidence": i.confidence,
                 "ambiguity": i.ambiguity,
-                "options": i.clarification_options,
+                "options": i.choices(),
                 "grounded": i.grounded,
             }
             for i in anchor.open_ambiguities()

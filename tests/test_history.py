@@ -94,6 +94,7 @@ def test_reviewer_rework_is_a_new_round_with_its_feedback_and_diff(reworked):
     assert [e.kind for e in svc.gate_history(sid, 1).entries] == [
         "opened",
         "clarification",
+        "recheck",  # the clarified anchor is re-checked before the approval
         "approved",
     ]
     assert svc.gate_history(sid, 3).entries == ()
@@ -297,14 +298,14 @@ def test_an_anchor_edit_is_stale_on_every_page_until_the_re_run(tmp_path, monkey
             "risk-assessment",
             "validation-summary",
         ]
-    banner = "The concept anchor changed after these stages ran: Market context"
+    banner = "Stale checks: the concept anchor changed after the checks of Market context"
     for page in ("run", "verdict", "fidelity", "stories"):
         at = app(sid, f"views/{page}.py")
         assert not at.exception, page
         assert shows(at, banner), page
         assert shows(at, "Edited orchestrator\\_role"), page
-    at = app(sid, "views/gate_3.py")
-    assert shows(at, "Made with an earlier anchor")  # the gate pages' own warning
+    at = app(sid, "views/gate_1.py")
+    assert shows(at, "This gate's checks are stale")  # the gate page's own warning
     at = app(sid, "views/verdict.py")
     at.button(key="rerun_stale_banner").click().run()
     assert not at.exception and at.title[0].value == "Run"
@@ -319,7 +320,7 @@ def test_a_fork_starts_with_what_it_inherited(reworked):
     svc, sid = reworked
     fork = svc.fork(sid, "capability-model")
     gate_1 = svc.gate_history(fork, 1).entries
-    assert [e.kind for e in gate_1] == ["inherited", "clarification", "approved"]
+    assert [e.kind for e in gate_1] == ["inherited", "clarification", "recheck", "approved"]
     assert gate_1[0].summary.startswith("Carried over from before this session's first step")
     assert svc.gate_history(fork, 2).entries == ()  # cleared by the fork: it runs again
     svc.run(fork)

@@ -273,6 +273,11 @@ class Invariant(TolerantModel):
             pins[current] = self.trait
         return pins
 
+    def choices(self) -> list[str]:
+        """What a person may answer: the options, then "leave it open" (always offered)."""
+        options = list(self.clarification_options)
+        return options if LEAVE_OPEN in options else [*options, LEAVE_OPEN]
+
     @builtins.property  # the field named ``property`` shadows the builtin in this class body
     def is_ambiguous(self) -> bool:
         """Still waiting for a person: the extractor was unsure and nobody has decided."""
@@ -593,7 +598,7 @@ def _distinct(options: list[str]) -> list[str]:
 
 
 def _pick_option(inv: Invariant, choice: str) -> str:
-    options = inv.clarification_options
+    options = inv.choices()
     text = choice.strip()
     if text.isascii() and text.isdigit() and 1 <= int(text) <= len(options):
         return options[int(text) - 1]
