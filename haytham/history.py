@@ -301,7 +301,12 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
                 r,
                 f"Clarified {len(group)} invariant(s)" + (" (automatically)" if auto else ""),
                 at=at,
-                details=tuple(f"{c.invariant} = {c.choice}" for c in group),
+                details=tuple(
+                    f"{c.invariant}: left open (the idea does not say; no value)"
+                    if c.open
+                    else f"{c.invariant} = {c.choice}"
+                    for c in group
+                ),
                 seq=step.seq,
             )
         )
