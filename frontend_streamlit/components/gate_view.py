@@ -36,6 +36,7 @@ from components.findings import checks_line, validator_findings, verification
 from components.history import render_history
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
+from components.stale_banner import stale_banner
 
 from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.state import SessionState, payload_of
@@ -117,6 +118,8 @@ def _stale(b: Backend, sid: str, gate: int, phase: Phase, state: SessionState, b
     Returns whether any is stale (approval then waits, or takes an explicit override)."""
     stale = stale_checks(state, phase)
     if not stale:
+        if stale_checks(state):  # another phase's checks: the session-wide banner says so
+            stale_banner(b, sid, state=state)
         return False
     st.warning(
         f"**This gate's checks are stale:** {md(describe(stale))}. What they say (passed, "
