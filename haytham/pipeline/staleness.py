@@ -79,13 +79,6 @@ class StaleCheck:
     stage: str | None
     changed: tuple[str, ...]  # what changed, in words: "the concept anchor", stage titles
 
-    @property
-    def what(self) -> str:
-        """The check, in words: "the validators of Market context" or "the phase verification"."""
-        if self.stage is None:
-            return f"the {self.phase.value} verification"
-        return f"the validators of {get_stage(self.stage).title}"
-
 
 def _changed(recorded: Fingerprint, state: SessionState) -> tuple[str, ...]:
     out: list[str] = []
