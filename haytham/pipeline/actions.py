@@ -22,7 +22,7 @@ from haytham.intake import (
 )
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
-from haytham.pipeline.staleness import earlier_inputs, phase_fingerprint, stage_fingerprint
+from haytham.pipeline.staleness import earlier_inputs, stage_fingerprint, stamped
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
@@ -154,9 +154,7 @@ def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -
         if callable(record_rework):
             record_rework(phase, decision)
         verification = decision.verification
-    verification = verification.model_copy(
-        update={"checked": phase_fingerprint(state, phase, now())}
-    )
+    verification = stamped(verification, state, phase, now())
     verifications = {**state.verifications, phase.value: verification}
     if decision is not None and decision.route is not None:  # automatic rework
         return state.model_copy(

@@ -15,7 +15,7 @@ from typing import Any
 
 from haytham.pipeline.actions import Verifier
 from haytham.pipeline.runner import PostValidator
-from haytham.pipeline.staleness import phase_fingerprint, stage_fingerprint
+from haytham.pipeline.staleness import stage_fingerprint, stamped
 from haytham.pipeline.state import SessionState, StageMeta
 from haytham.stages import Phase, phase_stages
 from haytham.storage import now
@@ -51,7 +51,7 @@ def recheck_phase(
         update={"validations": validations, "divergence": divergence, "stage_meta": metas}
     )
     verification = off(phase, "verification is off") if verifier is None else verifier(phase, state)
-    verification = verification.model_copy(update={"checked": phase_fingerprint(state, phase, at)})
+    verification = stamped(verification, state, phase, at)
     return state.model_copy(
         update={"verifications": {**state.verifications, phase.value: verification}}
     )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from haytham.pipeline.state import SessionState, StageMeta
 from haytham.schemas.envelope import StageOutput
-from haytham.schemas.verification import Fingerprint
+from haytham.schemas.verification import Fingerprint, PhaseVerification
 from haytham.stages import ANCHOR_SOURCE, STAGES, Phase, get_stage, phase_stages
 
 ANCHOR = "the concept anchor"
@@ -69,6 +69,13 @@ def phase_fingerprint(state: SessionState, phase: Phase, at: str | None = None) 
         if s.slug in state.outputs
     }
     return Fingerprint(anchor=anchor_digest(state), outputs=outputs, at=at)
+
+
+def stamped(
+    verification: PhaseVerification, state: SessionState, phase: Phase, at: str
+) -> PhaseVerification:
+    """``verification`` with what it checked recorded (the anchor and the phase's outputs)."""
+    return verification.model_copy(update={"checked": phase_fingerprint(state, phase, at)})
 
 
 @dataclass(frozen=True)
