@@ -4,11 +4,13 @@ checks refuses approval until a re-check (or an explicit, logged override)."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 
 from haytham.app import make_service
-from haytham.errors import GateError
+from haytham.errors import GateError, InputError
 from haytham.pipeline.gates import stale_stages
 from haytham.pipeline.staleness import stale_checks
 from haytham.pipeline.state import StageMeta
@@ -187,3 +189,50 @@ def test_cli_status_names_stale_checks_and_recheck_clears_them(tmp_path, capsys)
     assert main(["status", "s", *args]) == 0
     assert "stale" not in capsys.readouterr().out
     assert main(["approve", "s", "--gate", "1", "--quiet", *args]) == 0
+
+
+def _first_page(pdf: bytes, tmp_path) -> str:
+    import subprocess
+
+    path = tmp_path / "report.pdf"
+    path.write_bytes(pdf)
+    return subprocess.run(
+        ["pdftotext", "-f", "1", "-l", "1", "-layout", str(path), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils is not installed")
+def test_a_finished_session_with_stale_checks_says_so_first_and_a_re_check_clears_it(
+    tmp_path,
+) -> None:
+    from haytham.export import export
+
+    with make_service(replay_settings(tmp_path)) as svc:
+        sid = _at_gate_1(svc)
+        for inv in svc.load_state(sid).anchor.open_ambiguities():
+            svc.clarify(sid, inv.property, "1")
+        svc.decide(sid, 1, EDIT, continue_run=False)
+        svc.approve(sid, 1, override_stale="reviewed by hand", continue_run=False)
+        assert svc.run(sid, auto_approve=True).status == "done"
+        state = svc.load_state(sid)
+        assert svc.status(sid)["stale"] == WHY_AFTER_ANCHOR  # shown truthfully once done
+        markdown = export(state, "markdown")
+        head = markdown.split("## The idea")[0]
+        assert "Read this first" in head and "Stale checks: the concept anchor changed" in head
+        assert "Gate 1 was approved with stale checks" in head and "reviewed by hand" in head
+        first = " ".join(_first_page(export(state, "pdf"), tmp_path).split())
+        assert "Read this first" in first and "Stale checks: the concept anchor changed" in first
+        assert "Gate 1 was approved with stale checks" in first
+
+        outcome = svc.recheck(sid)  # a finished session can be re-checked too
+        assert outcome.status == "done" and outcome.messages == ["re-checked WHY"]
+        state = svc.load_state(sid)
+        assert svc.status(sid)["stale"] == [] and state.status == "done"
+        head = export(state, "markdown").split("## The idea")[0]
+        assert "Stale checks" not in head  # the override stays on the record
+        assert "Gate 1 was approved with stale checks" in head
+        with pytest.raises(InputError, match="Nothing to re-check"):
+            svc.recheck(sid)
