@@ -30,7 +30,13 @@ from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.recheck import recheck_phase
 from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
-from haytham.pipeline.staleness import describe, stale_checks, stale_phases
+from haytham.pipeline.staleness import (
+    describe,
+    earlier_inputs,
+    stage_fingerprint,
+    stale_checks,
+    stale_phases,
+)
 from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.progress import LiveCall, LiveCalls
 from haytham.render import render_stage
@@ -575,6 +581,14 @@ class Haytham:
                         else new.divergence,
                     }
                 )
+            # what the revised stage's validators checked: the current anchor and outputs
+            meta = new.stage_meta[spec.slug].model_copy(
+                update={
+                    "inputs": earlier_inputs(new, spec.slug),
+                    "checked": stage_fingerprint(new, spec.slug, now()),
+                }
+            )
+            new = new.model_copy(update={"stage_meta": {**new.stage_meta, spec.slug: meta}})
             with storage_errors(files):
                 save_state(files, seq + 1, spec.action, new)
             files.append_event(
