@@ -22,7 +22,7 @@ from haytham.intake import (
 )
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
-from haytham.pipeline.staleness import earlier_inputs, stage_fingerprint, stamped
+from haytham.pipeline.staleness import checked_now, earlier_inputs, stage_fingerprint, stamped
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
@@ -103,6 +103,12 @@ def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> Sess
         inputs=earlier_inputs(after, spec.slug),
         checked=stage_fingerprint(after, spec.slug, at),
     )
+    metas = {**state.stage_meta, spec.slug: meta}
+    validations = {**state.validations, spec.slug: result.findings}
+    for slug in result.inputs:  # producers' outputs this stage's input validation revised
+        validations[slug], _ = runner.revalidate(slug, after)
+        if slug in metas:
+            metas[slug] = checked_now(metas[slug], after, slug, at)
     reviews = dict(state.reviews)
     consumed = reviews.pop(spec.slug, None)
     log = state.review_log
@@ -114,8 +120,8 @@ def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> Sess
     return state.model_copy(
         update={
             "outputs": outputs,
-            "stage_meta": {**state.stage_meta, spec.slug: meta},
-            "validations": {**state.validations, spec.slug: result.findings},
+            "stage_meta": metas,
+            "validations": validations,
             "divergence": divergence,
             "reviews": reviews,
             "review_log": log,

@@ -15,7 +15,7 @@ from typing import Any
 
 from haytham.pipeline.actions import Verifier
 from haytham.pipeline.runner import PostValidator
-from haytham.pipeline.staleness import stage_fingerprint, stamped
+from haytham.pipeline.staleness import checked_now, stamped
 from haytham.pipeline.state import SessionState, StageMeta
 from haytham.stages import Phase, phase_stages
 from haytham.storage import now
@@ -44,9 +44,7 @@ def recheck_phase(
             if similarity:
                 divergence[spec.slug] = similarity
         meta = metas.get(spec.slug) or StageMeta()
-        metas[spec.slug] = meta.model_copy(
-            update={"checked": stage_fingerprint(state, spec.slug, at)}
-        )
+        metas[spec.slug] = checked_now(meta, state, spec.slug, at)
     state = state.model_copy(
         update={"validations": validations, "divergence": divergence, "stage_meta": metas}
     )

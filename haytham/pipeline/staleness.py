@@ -71,6 +71,11 @@ def phase_fingerprint(state: SessionState, phase: Phase, at: str | None = None) 
     return Fingerprint(anchor=anchor_digest(state), outputs=outputs, at=at)
 
 
+def checked_now(meta: StageMeta, state: SessionState, slug: str, at: str) -> StageMeta:
+    """``meta`` with what ``slug``'s validators just checked recorded."""
+    return meta.model_copy(update={"checked": stage_fingerprint(state, slug, at)})
+
+
 def stamped(
     verification: PhaseVerification, state: SessionState, phase: Phase, at: str
 ) -> PhaseVerification:
