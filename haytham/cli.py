@@ -125,7 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("session_id")
         p.add_argument("--gate", type=int, required=True)
         p.add_argument("--note", default="")
+        if name == "approve":
+            p.add_argument(
+                "--override-stale",
+                default="",
+                metavar="REASON",
+                help="approve although the gate's checks are stale (logged with this reason)",
+            )
         _progress_flags(p, json_flag=False)
+    p = add(
+        "recheck",
+        "run a phase's verifier and validators again against the current anchor (no stage re-runs)",
+    )
+    p.add_argument("session_id")
+    p.add_argument("--gate", type=int, help="the gate's phase (default: every stale phase)")
     p = add("rework", "send a stage back with feedback")
     p.add_argument("session_id")
     p.add_argument("--stage", required=True)
@@ -428,6 +441,11 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         print(terminal_safe(svc.show(args.session_id, args.stage)))
     elif args.command == "clear-from":
         _print_outcome(svc.clear_from(args.session_id, args.stage))
+    elif args.command == "recheck":
+        outcome = svc.recheck(args.session_id, args.gate)
+        for line in outcome.messages:
+            print(terminal_safe(line))
+        _print_outcome(outcome)
     elif args.command == "fork":
         print(terminal_safe(svc.fork(args.session_id, args.stage, args.new_id)))
     elif args.command == "revise":
@@ -564,7 +582,13 @@ def _decide(args: argparse.Namespace, svc: Any, *, continue_run: bool) -> Any:
     """A reviewer's command at a gate; approve and rework run on to the next gate (here, with
     ``continue_run``)."""
     if args.command == "approve":
-        return svc.approve(args.session_id, args.gate, args.note, continue_run=continue_run)
+        return svc.approve(
+            args.session_id,
+            args.gate,
+            args.note,
+            override_stale=args.override_stale,
+            continue_run=continue_run,
+        )
     if args.command == "reject":
         return svc.reject(args.session_id, args.gate, args.note, continue_run=continue_run)
     if args.command == "rework":
@@ -615,11 +639,15 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         )
     if st["ungrounded"]:
         say(f"not found in your idea (check at Gate 1): {', '.join(st['ungrounded'])}")
-    if st["stale"]:
+    if st.get("stale_summary"):
+        first = st["stale"][0] if st["stale"] else None
+        rerun = f" or `haytham clear-from {st['session_id']} {first}`" if first else ""
         say(
-            f"stale (ran with an anchor value since changed): {', '.join(st['stale'])}; redo "
-            f"them with `haytham clear-from {st['session_id']} {st['stale'][0]}`, then resume."
+            f"stale checks: {st['stale_summary']}; re-check them with `haytham recheck "
+            f"{st['session_id']}`{rerun}."
         )
+    for inv in st.get("open_invariants") or []:
+        say(f"open (the founder has not decided): {inv['id']} {inv['invariant']}")
     for b in st["blocking"]:
         say(f"blocking [{b['id']}]: {b['message']}")
     for n, g in sorted(st["gates"].items()):

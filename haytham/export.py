@@ -26,8 +26,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from haytham.caveats import anchor_lines, check_caveats, open_questions
 from haytham.errors import InputError, StorageError
 from haytham.impact import impact_lines
+from haytham.pipeline.staleness import stale_checks
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.render import render_stage
 from haytham.sanitize import spreadsheet_cell, terminal_safe
@@ -77,20 +79,27 @@ def to_json(state: SessionState) -> str:
         )
     }
     data["overrides"] = _overrides(state)
+    data["caveats"] = check_caveats(state)
+    data["stale_checks"] = [
+        {"gate": c.phase.gate, "stage": c.stage, "changed": list(c.changed)}
+        for c in stale_checks(state)
+    ]
+    data["open_questions"] = open_questions(state)
     return json_text(data) + "\n"
 
 
 def to_markdown(state: SessionState) -> str:
-    parts = [
-        f"# Haytham specification — {state.session_id or ''}",
-        "",
-        "## The idea",
-        "",
-        state.idea,
-        "",
-    ]
+    parts = [f"# Haytham specification — {state.session_id or ''}", ""]
+    caveats = check_caveats(state)
+    if caveats:
+        parts += ["> **Read this first.**", *[f"> - {c}" for c in caveats], ""]
+    parts += ["## The idea", "", state.idea, ""]
     if state.anchor_text:
         parts += ["## Concept anchor", "", "```", state.anchor_text, "```", ""]
+        parts += ["Where each value came from:", "", *[f"- {x}" for x in anchor_lines(state)], ""]
+    questions = open_questions(state)
+    if questions:
+        parts += ["## Open questions", "", *[f"- {q}" for q in questions], ""]
     parts += [
         render_stage(s, state.outputs[s.slug].model_dump(mode="json"))
         for s in STAGES

@@ -32,7 +32,7 @@ from haytham.pipeline.gates import open_blocking
 from haytham.pipeline.graph import gate_name, verify_name
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
-from haytham.schemas.gate import GateRecord
+from haytham.schemas.gate import STALE_CHECKS, GateRecord
 from haytham.schemas.revision import Impact, Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
 from haytham.storage import Session
@@ -52,6 +52,7 @@ Kind = Literal[
     "cleared",
     "inherited",
     "revised",
+    "recheck",
 ]
 _TITLE_KEYS = ("title", "name", "need", "statement", "description")
 
@@ -314,7 +315,12 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
                 r,
                 f"Clarified {len(group)} invariant(s)" + (" (automatically)" if auto else ""),
                 at=at,
-                details=tuple(f"{c.invariant} = {c.choice}" for c in group),
+                details=tuple(
+                    f"{c.invariant}: left open (the idea does not say; no value)"
+                    if c.open
+                    else f"{c.invariant} = {c.choice}"
+                    for c in group
+                ),
                 seq=step.seq,
             )
         )
@@ -326,16 +332,44 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
             summary = "Removed a non-goal from the anchor"
             details = (f"Removed: {edit.before}",)
         out.append(Entry("edit", r, summary, at=edit.at, details=details, seq=step.seq))
+    for done in new.rechecks[len(old.rechecks) :]:
+        out.append(
+            Entry(
+                "recheck",
+                r,
+                "Re-checked against the current anchor (verifier and validators, no stage re-run)"
+                + (" automatically" if done.by == "auto-approve" else ""),
+                at=done.at,
+                details=tuple(
+                    x
+                    for x in (
+                        f"Why: {done.why}" if done.why else "",
+                        f"Verification: {done.verification}" if done.verification else "",
+                    )
+                    if x
+                ),
+                seq=step.seq,
+            )
+        )
     added = new.overrides[len(old.overrides) :]
     for (at, _reason), group in _by_reason(added):
         auto = all(o.auto for o in group)
+        stale = [o for o in group if o.target == STALE_CHECKS]
         out.append(
             Entry(
                 "override",
                 r,
-                f"Overrode {len(group)} blocking item(s)" + (" (automatically)" if auto else ""),
+                "Approved with stale checks (override)"
+                if stale and len(stale) == len(group)
+                else f"Overrode {len(group)} blocking item(s)"
+                + (" (automatically)" if auto else ""),
                 at=at,
-                details=tuple(o.target for o in group),
+                details=tuple(
+                    "checks made before the anchor or an output changed"
+                    if o.target == STALE_CHECKS
+                    else o.target
+                    for o in group
+                ),
                 feedback=group[0].reason,
                 seq=step.seq,
             )
@@ -465,7 +499,10 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
         if opened and (old is None or old.round != record.round):  # type: ignore[union-attr]
             entries.append(_opened(step, phase, record))  # type: ignore[arg-type]
             old = None
-        if record is not None and old is not None and step.position == gate_step:
+        rechecked = (
+            record is not None and old is not None and len(record.rechecks) > len(old.rechecks)
+        )
+        if record is not None and old is not None and (step.position == gate_step or rechecked):
             added = _record_changes(step, phase, old, record)
             for entry in added:
                 entries.append(entry)

@@ -27,10 +27,13 @@ from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from haytham.caveats import check_caveats, open_questions
 from haytham.errors import InputError
 from haytham.impact import impact_lines
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.sanitize import terminal_safe
+from haytham.schemas.anchor import Invariant
+from haytham.schemas.gate import STALE_CHECKS
 from haytham.stages import (
     STAGES,
     STORY_STAGE,
@@ -211,6 +214,10 @@ def _markup(text: str) -> str:
 def _cover(doc: _Doc, state: SessionState, title: str) -> None:
     doc.parts.append(Paragraph(_markup(title), doc.title))
     doc.text(f"Session {state.session_id or ''}", doc.small)
+    caveats = check_caveats(state)
+    if caveats:  # on the first page, before anything a reader might take as checked
+        doc.heading("Read this first", 2)
+        doc.bullets(caveats)
     doc.heading("The idea")
     doc.text(state.idea)
 
@@ -331,19 +338,23 @@ def _anchor(doc: _Doc, state: SessionState) -> None:
         ]
     )
     doc.table(
-        ["Id", "Invariant", "Value", "Confidence", "Source (the founder's words)"],
+        ["Id", "Invariant", "Value", "Where it came from", "Source (the founder's words)"],
         [
             [
                 i.id,
                 i.property,
-                i.value,
-                "clarified" if i.user_clarified else f"{i.confidence:.0%}",
+                i.shown_value(),
+                _came_from(i),
                 i.source if i.grounded is not False else f"{i.source} (not found in the idea)",
             ]
             for i in anchor.invariants
         ],
-        widths=[12, 30, 45, 20, 67],
+        widths=[12, 30, 45, 30, 57],
     )
+    questions = open_questions(state)
+    if questions:
+        doc.heading("Open questions", 2)
+        doc.bullets(questions)
     if anchor.identity:
         doc.heading("What makes it distinctive", 2)
         doc.bullets(f"{f.feature} — {f.why_distinctive}" for f in anchor.identity)
@@ -352,9 +363,27 @@ def _anchor(doc: _Doc, state: SessionState) -> None:
         doc.heading("Clarifications by the reviewer", 2)
         doc.table(
             ["Invariant", "Chosen", "By"],
-            [[c.invariant, c.choice, "auto-approve" if c.auto else "reviewer"] for c in clarified],
+            [
+                [
+                    c.invariant,
+                    "left open" if c.open else c.choice,
+                    "auto-approve" if c.auto else (c.by or "reviewer"),
+                ]
+                for c in clarified
+            ],
             widths=[45, 100, 29],
         )
+
+
+def _came_from(inv: Invariant) -> str:
+    """Provenance in a table cell: open, who clarified it, auto-chosen, or the founder."""
+    if inv.provenance == "open":
+        return "open (not decided)"
+    if inv.provenance == "reviewer":
+        return f"clarified by {inv.decided_by or 'the reviewer'}"
+    if inv.provenance == "auto":
+        return f"auto-chosen, unconfirmed ({inv.confidence:.0%})"
+    return f"founder ({inv.confidence:.0%})"
 
 
 # -- the rest of the specification ------------------------------------------------------------
@@ -485,7 +514,15 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
     doc.heading("Reviewer decisions")
     doc.table(
         ["Gate", "Overridden", "Reason", "By"],
-        [[n, o.target, o.reason, "auto-approve" if o.auto else "reviewer"] for n, o in overrides],
+        [
+            [
+                n,
+                "stale checks (approved anyway)" if o.target == STALE_CHECKS else o.target,
+                o.reason,
+                "auto-approve" if o.auto else (o.by or "reviewer"),
+            ]
+            for n, o in overrides
+        ],
         widths=[12, 55, 85, 22],
     )
     doc.table(

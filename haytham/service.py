@@ -28,8 +28,16 @@ from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
+from haytham.pipeline.recheck import recheck_phase
 from haytham.pipeline.runner import PostValidator, StageRunner, load_prompt, stage_system_prompt
-from haytham.pipeline.state import RunStatus, SessionState
+from haytham.pipeline.staleness import (
+    describe,
+    earlier_inputs,
+    stage_fingerprint,
+    stale_checks,
+    stale_phases,
+)
+from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.progress import LiveCall, LiveCalls
 from haytham.render import render_stage
 from haytham.revise import (
@@ -45,16 +53,19 @@ from haytham.revise import (
     revisable,
     revised_state,
 )
+from haytham.schemas.anchor import reviewer_name
+from haytham.schemas.gate import Recheck
 from haytham.session_state import (
     cleared_state,
     ensure_state,
     load_state,
+    load_state_at,
     load_state_seq,
     position_before,
     save_state,
     storage_errors,
 )
-from haytham.stages import Phase, get_stage
+from haytham.stages import Phase, get_stage, phase_stages
 from haytham.status import session_status
 from haytham.storage import (
     Session,
@@ -243,6 +254,18 @@ class Haytham:
                         next_action=nxt.name,
                         messages=messages,
                     )
+                clarify = self._auto_clarify(state, gate)
+                if clarify is not None:
+                    with storage_errors(files):
+                        app.step(inputs={"command": clarify})
+                    files.append_event("gate_command", None, gate=gate, **clarify)
+                    state = SessionState.of(app.state)
+                if stale_checks(state, phase_for_gate(gate)):
+                    # the designed flow: the clarified anchor is re-checked, nothing re-run
+                    why = "after the clarification" if clarify else "checks were stale"
+                    self._recheck(files, [phase_for_gate(gate)], why=why, auto=True)
+                    app = self._app(files)
+                    state = SessionState.of(app.state)
                 for command in self._auto_commands(state, gate):
                     with storage_errors(files):
                         app.step(inputs={"command": command})
@@ -253,19 +276,20 @@ class Haytham:
                 app.run(halt_before=list(gates), halt_after=["end", INTAKE_ACTION])
 
     @staticmethod
+    def _auto_clarify(state: SessionState, gate: int) -> dict[str, Any] | None:
+        """--auto-approve's choice at Gate 1: every open ambiguity's first option (recorded as
+        automatic, keeping the extractor's confidence and the option's pin)."""
+        if phase_for_gate(gate) is not Phase.WHY or state.anchor is None:
+            return None
+        pending = state.anchor.open_ambiguities()
+        if not pending:
+            return None
+        return {"kind": "clarify_all", "auto": True, "choices": {i.property: "1" for i in pending}}
+
+    @staticmethod
     def _auto_commands(state: SessionState, gate: int) -> list[dict[str, Any]]:
         phase = phase_for_gate(gate)
         commands: list[dict[str, Any]] = []
-        if phase is Phase.WHY and state.anchor is not None:
-            pending = state.anchor.open_ambiguities()
-            if pending:
-                commands.append(
-                    {
-                        "kind": "clarify_all",
-                        "auto": True,
-                        "choices": {i.property: "1" for i in pending},
-                    }
-                )
         if open_blocking(state, phase):
             commands.append({"kind": "override", "reason": "auto-approve", "auto": True})
         commands.append({"kind": "approve", "note": "auto-approve"})
@@ -314,10 +338,17 @@ class Haytham:
                 raise GateError(
                     f"Session {session_id} is not waiting at Gate {gate} (next step: {here})."
                 )
+            command = {**command, "by": command.get("by") or reviewer_name()}
             apply_command(SessionState.of(app.state), phase, command)  # raises; changes nothing
             with storage_errors(files):
                 app.step(inputs={"command": command})
             files.append_event("gate_command", None, gate=gate, **_public(command))
+            after = SessionState.of(app.state)
+            if command.get("kind") in ("clarify", "clarify_all") and stale_checks(after, phase):
+                # the designed flow: the phase is re-checked against the clarified anchor
+                check_provider(self.settings)
+                self._recheck(files, [phase], why="after the clarification", by=command["by"])
+                app = self._app(files)
             moved = app.get_next_action()
             if continue_run and moved is not None and moved.name != gate_name(phase):
                 check_provider(self.settings)
@@ -329,8 +360,97 @@ class Haytham:
                 next_action=moved.name if moved else None,
             )
 
-    def approve(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
-        return self.decide(sid, gate, {"kind": "approve", "note": note}, **kw)
+    def approve(
+        self, sid: str, gate: int, note: str = "", override_stale: str = "", **kw: Any
+    ) -> Outcome:
+        """Approve ``gate``; refused while its checks are stale unless ``override_stale`` gives
+        the reason to approve them anyway (logged at the gate as an override)."""
+        command = {"kind": "approve", "note": note}
+        if override_stale.strip():
+            command["override_stale"] = override_stale.strip()
+        return self.decide(sid, gate, command, **kw)
+
+    # -- re-check --------------------------------------------------------------------------------
+    def recheck(self, session_id: str, gate: int | None = None) -> Outcome:
+        """Run the validators and the verifier again against the current anchor, for ``gate``'s
+        phase or (without ``gate``) every phase whose checks are stale; no stage re-runs. The
+        session stays where it is; the gate record logs the re-check."""
+        files = self.store.open(session_id)
+        with files.lock():
+            ensure_state(files)
+            state, _, _ = load_state_at(files)
+            if gate is not None:
+                phases = [phase_for_gate(gate)]
+                if not any(s.slug in state.outputs for s in phase_stages(phases[0])):
+                    raise InputError(
+                        f"Gate {gate}'s phase has not run yet in session {session_id}: "
+                        "nothing to re-check."
+                    )
+            else:
+                phases = stale_phases(state)
+                if not phases:
+                    raise InputError(
+                        f"Nothing to re-check: no check of session {session_id} is stale."
+                    )
+            check_provider(self.settings)
+            stale = stale_checks(state)
+            why = describe(stale) if stale else "asked by the reviewer"
+            new = self._recheck(files, phases, why=why, by=reviewer_name())
+        left = stale_checks(new)
+        messages = [f"re-checked {', '.join(p.value for p in phases)}"]
+        if left:
+            messages.append(f"still stale: {describe(left)}")
+        return Outcome(session_id, new.status, gate=new.status.gate, messages=messages)
+
+    def _recheck(
+        self,
+        files: Session,
+        phases: list[Phase],
+        *,
+        why: str,
+        by: str | None = None,
+        auto: bool = False,
+    ) -> SessionState:
+        """Re-check ``phases`` (lock held) and persist the result at the same step."""
+        ensure_state(files)
+        state, seq, position = load_state_at(files)
+        verifier = (
+            self.verifier_factory(self.settings, self.models, files)
+            if self.verifier_factory
+            else None
+        )
+        tool_calls = [e for e in files.events() if e.get("type") == "tool_call"]
+        for phase in phases:
+            state = recheck_phase(
+                state,
+                phase,
+                verifier=verifier,
+                post_validator=self.post_validator,
+                tool_calls=tool_calls,
+            )
+            verification = state.verifications[phase.value]
+            if phase.gate in state.gates:
+                record = gate_of(state.gates, phase)
+                done = Recheck(
+                    at=now(),
+                    by="auto-approve" if auto else by,
+                    why=why,
+                    verification=verification.status,
+                )
+                record = record.model_copy(update={"rechecks": [*record.rechecks, done]})
+                state = state.model_copy(update={"gates": {**state.gates, phase.gate: record}})
+            files.append_event(
+                "rechecked",
+                None,
+                phase=phase.value,
+                why=why,
+                verification=verification.status,
+                blocking=len(verification.blocking()),
+            )
+        with storage_errors(files):
+            save_state(files, seq + 1, position, state)
+        Projector(files).project(state, position=position, sequence_id=seq + 1)
+        return state
 
     def reject(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
         return self.decide(sid, gate, {"kind": "reject", "note": note}, **kw)
@@ -467,6 +587,14 @@ class Haytham:
                         else new.divergence,
                     }
                 )
+            # what the revised stage's validators checked: the current anchor and outputs
+            meta = new.stage_meta[spec.slug].model_copy(
+                update={
+                    "inputs": earlier_inputs(new, spec.slug),
+                    "checked": stage_fingerprint(new, spec.slug, now()),
+                }
+            )
+            new = new.model_copy(update={"stage_meta": {**new.stage_meta, spec.slug: meta}})
             with storage_errors(files):
                 save_state(files, seq + 1, spec.action, new)
             files.append_event(

@@ -14,7 +14,7 @@ from typing import Any
 
 from burr.core import State
 
-from haytham.errors import HaythamError, SessionCorrupt
+from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
 from haytham.pipeline.state import RunStatus, SessionState
@@ -206,6 +206,18 @@ def storage_errors(files: Session) -> Iterator[None]:
 
 def load_state(files: Session) -> SessionState:
     return load_state_seq(files)[0]
+
+
+def load_state_at(files: Session) -> tuple[SessionState, int, str]:
+    """The latest persisted state, its sequence id and the step it stands at (call after
+    :func:`ensure_state`; a session with no state yet raises :class:`InputError`)."""
+    found = recover_state(files)
+    if found is not None:
+        return found.state, found.sequence_id, found.position
+    row = _latest_row(files)
+    if row is None:
+        raise InputError(f"Session {files.session_id} has not run yet: nothing to re-check.")
+    return row.state, row.sequence_id, row.position
 
 
 def cleared_state(state: SessionState, number: int) -> SessionState:

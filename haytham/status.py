@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from haytham.errors import HaythamError, InputError, SessionCorrupt
-from haytham.pipeline.gates import open_blocking, phase_for_gate, stale_stages
+from haytham.pipeline.gates import open_blocking, phase_for_gate
 from haytham.pipeline.projection import summarize
+from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
 from haytham.storage import Session
@@ -118,7 +119,10 @@ def session_status(files: Session, state: SessionState) -> dict[str, Any]:
         "broken_files": unreadable + broken_files(files),
         "open_ambiguities": [],
         "ungrounded": [],  # invariants whose source quote is not in the idea
-        "stale": [],  # stages that ran with an anchor value the reviewer has since changed
+        "stale": [],  # stages whose checks ran before the anchor or an input changed
+        "stale_checks": [],  # every stale check: its phase, stage (None: the verification), why
+        "stale_summary": "",  # the same in one clause, for people
+        "open_invariants": [],  # invariants the founder left open (no value)
         "blocking": [],
         "intake": intake_status(state),
         "overrides": [
@@ -134,13 +138,29 @@ def session_status(files: Session, state: SessionState) -> dict[str, Any]:
                 "invariant": i.property,
                 "confidence": i.confidence,
                 "ambiguity": i.ambiguity,
-                "options": i.clarification_options,
+                "options": i.choices(),
                 "grounded": i.grounded,
             }
             for i in anchor.open_ambiguities()
         ]
         out["ungrounded"] = [i.property for i in anchor.invariants if i.grounded is False]
-        out["stale"] = stale_stages(state)
+        out["open_invariants"] = [
+            {
+                "id": i.id,
+                "invariant": i.property,
+                "source": i.source,
+                "decided_by": i.decided_by,
+                "decided_at": i.decided_at,
+            }
+            for i in anchor.open_invariants()
+        ]
+    stale = stale_checks(state)
+    out["stale"] = list(dict.fromkeys(c.stage for c in stale if c.stage))
+    out["stale_checks"] = [
+        {"gate": c.phase.gate, "phase": c.phase.value, "stage": c.stage, "changed": list(c.changed)}
+        for c in stale
+    ]
+    out["stale_summary"] = describe(stale) if stale else ""
     if gate is not None:
         with contextlib.suppress(HaythamError):
             out["blocking"] = [

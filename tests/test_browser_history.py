@@ -21,8 +21,8 @@ from haytham.app import make_service
 
 pytestmark = BROWSER
 
-STALE = "The concept anchor changed after these stages ran"
-GATE_STALE = re.compile("earlier anchor")  # the gate pages' own warning
+STALE = "Stale checks: the concept anchor changed after the checks of"
+GATE_STALE = re.compile("This gate's checks are stale")  # the gate page's own warning
 
 
 def _session(tmp_path: Path, cassette: Path, gate: int) -> str:
@@ -104,14 +104,15 @@ def test_anchor_edit_marks_later_checks_stale_until_the_re_run(tmp_path: Path) -
             expect(page.get_by_role("heading", name=label, exact=True)).to_be_visible()
             expect(page.get_by_text(STALE)).to_be_visible()
             expect(
-                page.get_by_text("Market context, Risk assessment, Validation summary")
+                page.get_by_text("Market context, Risk assessment and Validation summary")
             ).to_be_visible()
             expect(page.get_by_text("Edited access_model")).to_be_visible()
         shot("stale-stories")
         for label in ("Gate 2 · WHAT", "Gate 3 · HOW", "Gate 4 · STORIES"):
             _open(page, label)
             expect(page.get_by_role("heading", name=label)).to_be_visible()
-            expect(page.get_by_text(GATE_STALE).first).to_be_visible()
+            expect(page.get_by_text(STALE)).to_be_visible()  # the session's, not this gate's
+            expect(page.get_by_text(GATE_STALE)).to_have_count(0)
 
         _open(page, "Verdict")
         expect(page.get_by_text(STALE)).to_be_visible()

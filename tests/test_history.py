@@ -94,6 +94,7 @@ def test_reviewer_rework_is_a_new_round_with_its_feedback_and_diff(reworked):
     assert [e.kind for e in svc.gate_history(sid, 1).entries] == [
         "opened",
         "clarification",
+        "recheck",  # the clarified anchor is re-checked before the approval
         "approved",
     ]
     assert svc.gate_history(sid, 3).entries == ()
@@ -164,15 +165,27 @@ def test_gate_1_clarifications_edits_overrides_and_approval(tmp_path):
         )
         goal = anchor.intent.non_goals[0]
         svc.decide(sid, 1, {"kind": "remove_non_goal", "text": goal}, continue_run=False)
+        svc.recheck(sid, 1)  # the edit left the phase's checks stale
         svc.override(sid, 1, "checked by hand")
         svc.approve(sid, 1, "looks right", continue_run=False)
         history = svc.gate_history(sid, 1)
     finally:
         svc.close()
     kinds = [e.kind for e in history.entries]
-    assert kinds == ["opened", "clarification", "edit", "edit", "override", "approved"]
+    assert kinds == [
+        "opened",
+        "clarification",
+        "recheck",  # a clarification re-checks the phase against the clarified anchor
+        "edit",
+        "edit",
+        "recheck",
+        "override",
+        "approved",
+    ]
     assert all(e.round == 1 for e in history.entries)
-    opened, clarified, edited, removed, override, approved = history.entries
+    opened, clarified, auto_check, edited, removed, recheck, override, approved = history.entries
+    assert "after the clarification" in " ".join(auto_check.details)
+    assert "the concept anchor changed" in " ".join(recheck.details)
     assert any(d.startswith("Verification inconclusive") for d in opened.details)
     assert clarified.summary == f"Clarified {len(pending)} invariant(s)"
     assert edited.summary == f"Edited the anchor: {target.property}"
@@ -302,14 +315,14 @@ def test_an_anchor_edit_is_stale_on_every_page_until_the_re_run(tmp_path, monkey
             "risk-assessment",
             "validation-summary",
         ]
-    banner = "The concept anchor changed after these stages ran: Market context"
+    banner = "Stale checks: the concept anchor changed after the checks of Market context"
     for page in ("run", "verdict", "fidelity", "stories"):
         at = app(sid, f"views/{page}.py")
         assert not at.exception, page
         assert shows(at, banner), page
         assert shows(at, "Edited orchestrator\\_role"), page
-    at = app(sid, "views/gate_3.py")
-    assert shows(at, "Made with an earlier anchor")  # the gate pages' own warning
+    at = app(sid, "views/gate_1.py")
+    assert shows(at, "This gate's checks are stale")  # the gate page's own warning
     at = app(sid, "views/verdict.py")
     at.button(key="rerun_stale_banner").click().run()
     assert not at.exception and at.title[0].value == "Run"
@@ -324,7 +337,7 @@ def test_a_fork_starts_with_what_it_inherited(reworked):
     svc, sid = reworked
     fork = svc.fork(sid, "capability-model")
     gate_1 = svc.gate_history(fork, 1).entries
-    assert [e.kind for e in gate_1] == ["inherited", "clarification", "approved"]
+    assert [e.kind for e in gate_1] == ["inherited", "clarification", "recheck", "approved"]
     assert gate_1[0].summary.startswith("Carried over from before this session's first step")
     assert svc.gate_history(fork, 2).entries == ()  # cleared by the fork: it runs again
     svc.run(fork)

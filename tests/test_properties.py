@@ -217,8 +217,9 @@ def test_a_blank_clarification_option_cannot_be_chosen():
     assert inv.clarification_options == ["video", "chat"]  # blanks are dropped, never offered
     anchor = ConceptAnchor(intent=Intent(goal="g"), invariants=[inv])
     assert anchor.clarify("medium", "2").invariant("medium").value == "chat"
+    assert anchor.clarify("medium", "3").invariant("medium").is_open  # "leave it open", always
     with pytest.raises(InputError):
-        anchor.clarify("medium", "3")
+        anchor.clarify("medium", "4")
 
 
 # -- the tolerant key matcher ----------------------------------------------------------------------

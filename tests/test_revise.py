@@ -16,6 +16,7 @@ from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import GateError, InputError
 from haytham.export import export
+from haytham.pipeline.staleness import stale_checks
 from haytham.report import report
 
 REQUEST = "Send reminders by SMS instead of email."
@@ -105,6 +106,8 @@ def test_an_applied_change_is_a_revision_and_the_later_stages_rerun_and_reverify
     assert revision.request == REQUEST and revision.stage == "mvp-scope" and revision.changes
     assert state.gates[2].status == "open" and state.gates[2].round == 1  # a fresh gate visit
     assert state.verifications["WHAT"].status in ("passed", "failed", "inconclusive")
+    # the revised output was checked as it is now: no check of the session is stale
+    assert stale_checks(state) == [] and state.stage_meta["mvp-scope"].checked is not None
     assert json.loads((root / "revisions.json").read_text())[0]["request"] == REQUEST
     markdown = export(state, "markdown")
     assert "## Change requests" in markdown and REQUEST in markdown

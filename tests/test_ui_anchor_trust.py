@@ -44,13 +44,20 @@ def test_an_invented_source_is_flagged_and_asked_about(invented: str) -> None:
 def test_a_changed_anchor_marks_stages_stale_until_rerun(invented: str, tmp_path: Path) -> None:
     with service() as svc:
         svc.clarify(invented, "session_medium", "2")
+        assert svc.status(invented)["stale"] == []  # a clarification re-checks the phase
+        svc.decide(
+            invented,
+            1,
+            {"kind": "edit", "invariant": "orchestrator_role", "value": "a co-host runs them"},
+            continue_run=False,
+        )
     at = app(invented, "views/gate_1.py")
-    assert shows(at, "Made with an earlier anchor: Market context"), texts(at)
+    assert shows(at, "This gate's checks are stale"), texts(at)
     at.button(key="rerun_stale").click().run()
     assert not at.exception
     at.switch_page("views/run.py")
     poll(at, at_gate(1))
     at.switch_page("views/gate_1.py").run()
-    assert not shows(at, "Made with an earlier anchor")
+    assert not shows(at, "This gate's checks are stale")
     events = (tmp_path / "sessions" / invented / "events.jsonl").read_text().splitlines()
     assert any(json.loads(e)["type"] == "cleared_from" for e in events)

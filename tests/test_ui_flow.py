@@ -47,9 +47,9 @@ def test_idea_to_gate_2(sessions: Path) -> None:
         "session_medium",
     }
     chosen = {}
-    for r in radios:
-        r.set_value(option(r, -1))
-        chosen[r.key.removeprefix(f"clarify_{sid}_")] = option(r, -1)
+    for r in radios:  # the last option that gives a value ("leave it open" comes after it)
+        r.set_value(option(r, -2))
+        chosen[r.key.removeprefix(f"clarify_{sid}_")] = option(r, -2)
     at.button(key="confirm_clarifications").click().run()
     assert not at.exception
     assert shows(at, "Clarified 2 invariant(s)")

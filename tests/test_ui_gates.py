@@ -444,3 +444,49 @@ def test_findings_warnings_are_listed_in_full_second_opinions_are_folded() -> No
     only_info = {"validations": {"mvp-scope": [state["validations"]["mvp-scope"][1]]}}
     at = _panel(only_info)
     assert any("No findings that need a decision" in c.value for c in at.caption)
+
+
+def _edited_at_gate_1() -> str:
+    """Gate 1 with its ambiguities clarified and then an anchor value edited (stale checks)."""
+    sid = session_at(1)
+    with service() as svc:
+        for inv in svc.load_state(sid).anchor.open_ambiguities():
+            svc.clarify(sid, inv.property, "1")
+        svc.decide(
+            sid,
+            1,
+            {"kind": "edit", "invariant": "orchestrator_role", "value": "a co-host runs them"},
+            continue_run=False,
+        )
+    return sid
+
+
+def test_stale_checks_show_no_green_and_approve_waits_for_a_re_check(sessions: Path) -> None:
+    sid = _edited_at_gate_1()
+    at = app(sid, "views/gate_1.py")
+    assert not at.exception
+    assert shows(at, "This gate's checks are stale")
+    assert at.button(key="approve_1").disabled
+    assert shows(at, "verifier result is stale (re-check it)")
+    assert not shows(at, "verifier passed") and not shows(at, ":green[✔] honored")
+    assert shows(at, "The checks are stale")  # the action bar says why Approve is off
+    at.button(key="recheck_stale").click().run()
+    assert not at.exception
+    assert not shows(at, "This gate's checks are stale")
+    assert shows(at, "verifier passed")
+    assert not at.button(key="approve_1").disabled
+
+
+def test_approve_anyway_needs_a_reason_and_is_logged(sessions: Path) -> None:
+    sid = _edited_at_gate_1()
+    at = app(sid, "views/gate_1.py")
+    at.button(key="approve_stale_1").click().run()
+    assert shows(at, "Say why: the override is logged.")
+    assert gates_json(sessions, sid)["1"]["status"] == "open"
+    at.text_input(key="approve_stale_reason_1").set_value("the edit only rewords it").run()
+    at.button(key="approve_stale_1").click().run()
+    assert not at.exception
+    record = gates_json(sessions, sid)["1"]
+    assert record["status"] == "approved"
+    (override,) = [o for o in record["overrides"] if o["target"] == "stale-checks"]
+    assert override["reason"] == "the edit only rewords it"

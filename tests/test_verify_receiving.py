@@ -13,6 +13,7 @@ from verify_helpers import CLEAN, RECEIVING, events, service
 from haytham.errors import ProviderError
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline.runner import StageRunner
+from haytham.pipeline.staleness import output_digest, stale_checks
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG
@@ -239,6 +240,10 @@ def test_through_the_pipeline_a_rejected_scope_item_is_revised_and_accounted(tmp
     assert scope["payload"]["in_scope"][2]["description"].endswith(
         "The psychologist picks the receiver when scheduling."
     )
+    # the revised scope was validated again as it is now: nothing is stale at the gate
+    assert stale_checks(state) == []
+    checked = state.stage_meta["mvp-scope"].checked.outputs["mvp-scope"]
+    assert checked == output_digest(state.outputs["mvp-scope"])
     row = json.loads((root / "summary.json").read_text())["stages"][
         "validate-input:capability-model"
     ]

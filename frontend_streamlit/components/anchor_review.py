@@ -31,18 +31,37 @@ def _command(b: Backend, sid: str, command: dict[str, Any], done: str) -> None:
 
 def _confident(inv: Invariant) -> str:
     """One line per invariant that needs no clarification (the ambiguous ones are in the
-    decision panel)."""
-    tag = (
-        " · clarified by you"
-        if inv.user_clarified
-        else (" · auto-resolved (first option)" if inv.auto_resolved else "")
-    )
+    decision panel), saying where its value came from: the founder's words (with the
+    extractor's confidence), your clarification (who, when), --auto-approve (unconfirmed), or
+    open (no value: never shown as one, never as confident)."""
+    source = f"Source: “{md(inv.source)}”{grounding(inv)}"
+    if inv.is_open:
+        return (
+            f":gray[○] **{name(inv.property)}** — :gray-badge[open] not decided: your idea does "
+            f"not say, so later stages keep it open  \n{source} · left open{_by(inv)}"
+        )
+    if inv.provenance == "reviewer":
+        return (
+            f":green[✔] **{name(inv.property)}** = {md(inv.value)}  \n"
+            f"{source} · clarified{_by(inv)}"
+        )
+    if inv.provenance == "auto":
+        return (
+            f":orange[●] **{name(inv.property)}** = {md(inv.value)}  \n{source} · "
+            f"auto-chosen by --auto-approve (first option), not confirmed by anyone · "
+            f"{round(inv.confidence * 100)}% confident"
+        )
     mark = ":blue[●]" if inv.grounded is False else ":green[✔]"
     return (
         f"{mark} **{name(inv.property)}** = {md(inv.value)}  \n"
-        f"Source: “{md(inv.source)}”{grounding(inv)} · {round(inv.confidence * 100)}% "
-        f"confident{tag}"
+        f"{source} · {round(inv.confidence * 100)}% confident (from your words)"
     )
+
+
+def _by(inv: Invariant) -> str:
+    """`` by ana on 2026-11-27`` from the invariant's decision, where known."""
+    who = f" by {md(inv.decided_by)}" if inv.decided_by else ""
+    return who + (f" on {md(inv.decided_at[:10])}" if inv.decided_at else "")
 
 
 def grounding(inv: Invariant) -> str:

@@ -132,7 +132,7 @@ def items(b: Backend, state: SessionState, gate: int) -> list[Item]:
                     detail="",
                     stage=None,
                     state="resolved",
-                    note=c.choice,
+                    note="left open: your idea does not say (no value)" if c.open else c.choice,
                     auto=c.auto,
                 )
             )
@@ -190,9 +190,10 @@ def plural(n: int, word: str) -> str:
 
 # -- the panel ---------------------------------------------------------------------------------
 def render_panel(
-    b: Backend, sid: str, gate: int, state: SessionState, editable: bool
+    b: Backend, sid: str, gate: int, state: SessionState, editable: bool, stale: bool = False
 ) -> list[Item]:
-    """The gate's decision panel; returns its items (the action bar needs the open count)."""
+    """The gate's decision panel; returns its items (the action bar needs the open count).
+    With ``stale`` checks nothing is shown as passed: what they found is from before."""
     found = items(b, state, gate)
     st.subheader("Needs your decision")
     n_open = open_count(found)
@@ -201,12 +202,20 @@ def render_panel(
         for s, what in (("overridden", "overridden"), ("resolved", "resolved"))
         if (n := sum(1 for i in found if i.state == s))
     ]
+    if not found and stale:
+        st.info(
+            "The last checks found nothing blocking, but they are stale: re-check them first.",
+            icon=":material/history:",
+        )
+        return found
     if not found:
         st.success("Nothing blocks this gate.", icon=":material/check_circle:")
         return found
     tail = f" · {', '.join(done)}" if done else ""
     if n_open:
         st.markdown(f"**{plural(n_open, 'blocking item')}** to resolve{tail}")
+    elif stale:
+        st.info(f"Nothing open in the last checks{tail}, but they are stale: re-check them first.")
     else:
         st.success(
             f"Every blocking item is resolved or overridden{tail}.", icon=":material/check_circle:"
@@ -238,6 +247,8 @@ def _head(item: Item) -> None:
         text = "overridden automatically"
     elif item.state == "resolved" and item.kind == "ambiguity":
         text = "resolved automatically" if item.auto else "clarified by you"
+        if item.note.startswith("left open"):
+            text, color, icon = "left open", "gray", ":material/radio_button_unchecked:"
     head = st.container(horizontal=True, vertical_alignment="center")
     head.markdown(f"**{md(item.title)}**")
     head.badge(text, color=color, icon=icon)  # type: ignore[arg-type]
@@ -258,7 +269,7 @@ def _ambiguity(item: Item, sid: str, editable: bool) -> str | None:
         )
         return st.radio(
             f"What did you mean by {name(inv.property)}?",
-            inv.clarification_options,
+            inv.choices(),  # the options, then "leave it open"
             format_func=md,  # options are model text: shown literally, never as Markdown
             index=None,
             key=f"clarify_{sid}_{inv.property}",
@@ -377,9 +388,12 @@ def decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str) 
 
 
 # -- the action bar ----------------------------------------------------------------------------
-def action_bar(b: Backend, sid: str, gate: int, phase: Phase, n_open: int) -> None:
+def action_bar(
+    b: Backend, sid: str, gate: int, phase: Phase, n_open: int, stale: bool = False
+) -> None:
     """Approve / Reject / Request rework, pinned to the bottom of the page (``st.bottom``), the
-    same on every gate. Approve is enabled exactly when nothing in the panel is open."""
+    same on every gate. Approve is enabled exactly when nothing in the panel is open and the
+    gate's checks are not stale; with stale checks, "Approve anyway" takes a reason (logged)."""
     with (
         st.bottom,
         st.container(
@@ -395,16 +409,40 @@ def action_bar(b: Backend, sid: str, gate: int, phase: Phase, n_open: int) -> No
                 f":red[**{plural(n_open, 'blocking item')} open**] — resolve "
                 f"{'it' if n_open == 1 else 'each one'} in the panel to approve."
             )
+        elif stale:
+            st.markdown(
+                ":orange[**The checks are stale**] — re-check them above, or approve anyway "
+                "with a reason."
+            )
         else:
             st.markdown(f":green[**Nothing is open**] — Gate {gate} can be approved.")
         if st.button(
             f"Approve Gate {gate}",
             type="primary",
             key=f"approve_{gate}",
-            disabled=n_open > 0,
+            disabled=n_open > 0 or stale,
             icon=":material/check:",
         ):
             decide(b, sid, gate, {"kind": "approve", "note": ""}, f"Gate {gate} approved.")
+        if stale and not n_open:
+            with st.popover(
+                "Approve anyway", icon=":material/warning:", key=f"approve_stale_menu_{gate}"
+            ):
+                why = st.text_input(
+                    "Why approve without re-checking? (logged at this gate)",
+                    key=f"approve_stale_reason_{gate}",
+                )
+                if st.button("Approve with stale checks", key=f"approve_stale_{gate}"):
+                    if not (why or "").strip():
+                        st.error("Say why: the override is logged.", icon=":material/error:")
+                    else:
+                        decide(
+                            b,
+                            sid,
+                            gate,
+                            {"kind": "approve", "note": "", "override_stale": why},
+                            f"Gate {gate} approved with stale checks (logged).",
+                        )
         with st.popover("Request rework", icon=":material/replay:", key=f"rework_menu_{gate}"):
             _rework_form(b, sid, gate, phase)
         with st.popover("Reject", icon=":material/cancel:", key=f"reject_menu_{gate}"):

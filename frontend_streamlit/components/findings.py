@@ -3,7 +3,9 @@
 What blocks the gate (blocking violations, an inconclusive verification, failed stage checks,
 blocking findings) is listed once, in the decision panel; here are the rest, in full: what was
 honored, warnings, genericized identity features, and the validators' warnings and second
-opinions. Every message is shown whole (no table cell cuts it off).
+opinions. Every message is shown whole (no table cell cuts it off). A check made before the
+anchor or an output it checked changed is stale: it never shows green (no "passed", no ✔), only
+what it found then, marked as such.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 from components.safe_text import badge_label, md, no_paths
 
+from haytham.pipeline.staleness import StaleCheck, stale_checks
 from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, get_stage, phase_stages
@@ -40,10 +43,25 @@ def _validator(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def stale_here(phase: Phase, state: SessionState) -> list[StaleCheck]:
+    """The phase's checks made before the anchor or an output they checked changed."""
+    return stale_checks(state, phase)
+
+
 def checks_line(phase: Phase, state: SessionState) -> str:
     """One line for the gate's summary: the verifier's result and the findings' counts."""
     data = state.verifications.get(phase.value)
-    parts = [f"verifier {STATUS.get(data.status, STATUS['failed'])[2]}" if data else "no verifier"]
+    stale = stale_here(phase, state)
+    verifier_stale = any(c.stage is None for c in stale)
+    if data is None:
+        parts = ["no verifier"]
+    elif verifier_stale:
+        parts = [":orange[verifier result is stale (re-check it)]"]
+    else:
+        parts = [f"verifier {STATUS.get(data.status, STATUS['failed'])[2]}"]
+    n_stale = sum(1 for c in stale if c.stage is not None)
+    if n_stale:
+        parts.append(f":orange[{n_stale} stage check{'s' if n_stale != 1 else ''} stale]")
     findings = [f for s in phase_stages(phase) for f in state.validations.get(s.slug, [])]
     failed = sum(
         len(m.problems) for s in phase_stages(phase) if (m := state.stage_meta.get(s.slug))
@@ -67,6 +85,13 @@ def verification(phase: Phase, state: SessionState) -> None:
         return
     status = data.status
     color, icon, text = STATUS.get(status, STATUS["failed"])
+    stale = [c for c in stale_here(phase, state) if c.stage is None]
+    if stale:  # a stale verdict is never shown green
+        color, icon, text = "orange", ":material/history:", f"stale (it said {text} before)"
+        st.caption(
+            f"Made before {md(', '.join(stale[0].changed))} changed: what it found then is "
+            "listed below without marks; re-check to verify the phase as it is now."
+        )
     strategy = data.strategy
     st.badge(
         f"Verifier: {text}"
@@ -83,7 +108,8 @@ def verification(phase: Phase, state: SessionState) -> None:
         st.caption(f"The verifier could not decide: {md(no_paths(data.reason))} ({IN_PANEL}).")
     if data.invariants_honored:
         st.markdown(
-            ":green[✔] honored: " + ", ".join(f"**{md(n)}**" for n in data.invariants_honored)
+            ("honored before the change (stale): " if stale else ":green[✔] honored: ")
+            + ", ".join(f"**{md(n)}**" for n in data.invariants_honored)
         )
     blocking = data.blocking()
     if blocking:
@@ -103,7 +129,12 @@ def verification(phase: Phase, state: SessionState) -> None:
         st.markdown(audit_line(data))
     if data.identity_preserved:
         st.markdown(
-            ":green[✔] identity preserved: " + ", ".join(md(n) for n in data.identity_preserved)
+            (
+                "identity preserved before the change (stale): "
+                if stale
+                else ":green[✔] identity preserved: "
+            )
+            + ", ".join(md(n) for n in data.identity_preserved)
         )
     for g in data.identity_genericized:
         st.warning(
@@ -152,6 +183,12 @@ def validator_findings(phase: Phase, state: SessionState) -> None:
     """Deterministic validators' findings for the phase's stages, each in full with its stage,
     item, invariant and validator. Blocking ones and failed stage checks are in the decision
     panel; warnings are listed here; prose-only second opinions (``info``) are folded away."""
+    stale = [get_stage(c.stage).title for c in stale_here(phase, state) if c.stage is not None]
+    if stale:
+        st.caption(
+            f":orange[Stale:] the findings of {md(', '.join(stale))} were made before what they "
+            "checked changed; re-check the phase for current ones."
+        )
     warn: list[tuple[Finding, str]] = []
     second: list[tuple[Finding, str]] = []
     blocking = 0

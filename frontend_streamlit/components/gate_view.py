@@ -25,6 +25,7 @@ from components.context import (
     Backend,
     attempt,
     backend,
+    flash,
     go,
     link,
     require_session,
@@ -35,7 +36,9 @@ from components.findings import checks_line, validator_findings, verification
 from components.history import render_history
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
+from components.stale_banner import stale_banner
 
+from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.schemas.gate import GateRecord
 from haytham.stages import (
@@ -90,16 +93,16 @@ def render_gate(gate: int) -> None:
     elif not here:
         st.info(_not_here(gate, record, status), icon=":material/info:")
     editable = here and not busy
-    _stale(b, sid, status, busy)
+    stale = _stale(b, sid, gate, phase, state, busy)
     _summary(phase, state)
     if phase is Phase.WHY:
         render_anchor(b, sid, state, editable)
-    found = render_panel(b, sid, gate, state, editable)
+    found = render_panel(b, sid, gate, state, editable, stale=stale)
     render_history(b, sid, gate)  # below the decisions still to make
     _details(b, sid, phase, state, editable)
     render_change_requests(b, sid, phase, state, busy)  # after Gate 1: revise a stage's output
     if editable:
-        action_bar(b, sid, gate, phase, open_count(found))
+        action_bar(b, sid, gate, phase, open_count(found), stale=stale)
 
 
 def _gate_status(record: GateRecord | None) -> str:
@@ -109,24 +112,46 @@ def _gate_status(record: GateRecord | None) -> str:
     return f"{text} (round {record.round})" if record.round > 1 else text
 
 
-def _stale(b: Backend, sid: str, status: dict[str, Any], busy: bool) -> None:
-    """Stages made with an anchor value the reviewer has since changed, and the way to redo them."""
-    stale = status.get("stale") or []
+def _stale(b: Backend, sid: str, gate: int, phase: Phase, state: SessionState, busy: bool) -> bool:
+    """This gate's checks made before the anchor or an output they checked changed, and the
+    two ways to renew them: re-check (verifier and validators only) or re-run the stages.
+    Returns whether any is stale (approval then waits, or takes an explicit override)."""
+    stale = stale_checks(state, phase)
     if not stale:
-        return
-    names = ", ".join(get_stage(s).title for s in stale)
+        if stale_checks(state):  # another phase's checks: the session-wide banner says so
+            stale_banner(b, sid, state=state)
+        return False
     st.warning(
-        f"Made with an earlier anchor: {md(names)}. Their outputs and checks may not follow "
-        "the anchor as it is now.",
+        f"**This gate's checks are stale:** {md(describe(stale))}. What they say (passed, "
+        "honored, findings) may not hold any more, so approval waits until they are "
+        "re-checked — the verifier and validators run again on the same outputs — or the "
+        "stages re-run.",
         icon=":material/history:",
     )
-    first = get_stage(stale[0])
-    clicked = st.button(
+    row = st.container(horizontal=True)
+    recheck = row.button(
+        "Re-check",
+        key="recheck_stale",
+        type="primary",
+        disabled=busy,
+        icon=":material/fact_check:",
+        help="Runs this phase's verifier and validators again against the current anchor.",
+    )
+    slug = next((c.stage for c in stale if c.stage), phase_stages(phase)[0].slug)
+    first = get_stage(slug)
+    rerun = row.button(
         f"Re-run from {first.title}", key="rerun_stale", disabled=busy, icon=":material/replay:"
     )
-    if clicked and attempt(lambda: b.service.clear_from(sid, first.slug)) is not None:
+    if recheck:
+        with st.spinner("Re-checking the phase against the current anchor…"):
+            done = attempt(lambda: b.service.recheck(sid, gate))
+        if done is not None:
+            flash(f"Re-checked Gate {gate}'s phase against the current anchor.")
+            st.rerun()
+    if rerun and attempt(lambda: b.service.clear_from(sid, first.slug)) is not None:
         b.worker.run(sid, "resume")
         go("run", sid)
+    return True
 
 
 def _not_here(gate: int, record: GateRecord | None, status: dict[str, Any]) -> str:

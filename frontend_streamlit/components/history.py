@@ -28,6 +28,7 @@ ICONS = {
     "cleared": ":material/restart_alt:",
     "inherited": ":material/call_split:",
     "revised": ":material/edit_note:",
+    "recheck": ":material/fact_check:",
 }
 FIELD_NAMES = {
     "in_scope": "In scope",

@@ -1,10 +1,11 @@
-"""One banner for every page of a session whose anchor changed after later stages ran.
+"""One banner for every page of a session with stale checks.
 
-A clarification or an edit at Gate 1 changes the anchor; the stages that ran with the earlier one
-(``status()['stale']``, from each stage's anchor digest) and every check made on them — the
-phase verification, the validator findings, the invariants × stages matrix, the verdict — still
-follow the old values. Each page says so, with the anchor changes, and offers the one action that
-redoes them: re-run from the first stale stage (``clear-from``, then the background run).
+A check is stale when the anchor or an output it checked changed after it ran
+(``status()['stale_checks']``, :mod:`haytham.pipeline.staleness`). A Gate 1 clarification
+re-checks its phase at once, so this appears only after a change nobody re-checked (an anchor
+edit, a session from before re-checks). Each page says so, with the anchor changes, and offers
+the two ways to renew them: re-check (verifier and validators only, no stage re-runs; it works on
+a finished session too) or re-run from the first stale stage (``clear-from``, then the run).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, attempt, go
+from components.context import Backend, attempt, flash, go
 from components.safe_text import md
 
+from haytham.pipeline.gates import phase_for_gate
 from haytham.pipeline.state import SessionState
-from haytham.stages import ANCHOR_SOURCE, get_stage
+from haytham.stages import ANCHOR_SOURCE, get_stage, phase_stages
 
 KEY = "rerun_stale_banner"
 
@@ -29,32 +31,51 @@ def stale_banner(
 ) -> list[str]:
     """Show the banner when some stage is stale; returns the stale stages (in order)."""
     status = status if status is not None else attempt(lambda: b.service.status(sid))
-    stale = list((status or {}).get("stale") or [])
-    if not stale:
+    checks = list((status or {}).get("stale_checks") or [])
+    if not checks:
         return []
+    stale = list((status or {}).get("stale") or [])
     busy = b.worker.is_running(sid)
-    names = ", ".join(get_stage(s).title for s in stale)
     changes = anchor_changes(state or attempt(lambda: b.service.load_state(sid)), stale)
     text = (
-        f"**The concept anchor changed after these stages ran: {md(names)}.** Their outputs and "
-        "the checks made on them (verification, findings, the invariants × stages matrix, the "
-        "verdict) still follow the earlier anchor."
+        f"**Stale checks: {md(status['stale_summary'])}.** What they say (passed, honored, "
+        "findings, the invariants × stages matrix, the verdict's checks) is from before the "
+        "change."
     )
     if changes:
         text += "  \n" + "  \n".join(f"• {md(c)}" for c in changes)
     st.warning(text, icon=":material/history:")
-    first = get_stage(stale[0])
-    clicked = st.button(
+    row = st.container(horizontal=True)
+    recheck = row.button(
+        "Re-check",
+        key=f"{KEY}_recheck",
+        disabled=busy,
+        icon=":material/fact_check:",
+        help="Runs the verifier and validators again against the current anchor; no stage re-runs.",
+    )
+    first = get_stage(stale[0] if stale else checks[0]["stage"] or _first_of(checks[0]))
+    clicked = row.button(
         f"Re-run from {first.title}",
         key=KEY,
         disabled=busy,
         icon=":material/replay:",
         help="Discards the stale stages and runs them again against the current anchor.",
     )
+    if recheck:
+        with st.spinner("Re-checking against the current anchor…"):
+            done = attempt(lambda: b.service.recheck(sid))
+        if done is not None:
+            flash("Re-checked against the current anchor.")
+            st.rerun()
     if clicked and attempt(lambda: b.service.clear_from(sid, first.slug)) is not None:
         b.worker.run(sid, f"re-run from {first.slug} (anchor changed)")
         go("run", sid)
     return stale
+
+
+def _first_of(check: dict[str, Any]) -> str:
+    """The first stage of a stale verification's phase."""
+    return phase_stages(phase_for_gate(check["gate"]))[0].slug
 
 
 def anchor_changes(state: SessionState | None, stale: list[str]) -> list[str]:

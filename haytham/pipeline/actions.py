@@ -22,6 +22,7 @@ from haytham.intake import (
 )
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
+from haytham.pipeline.staleness import checked_now, earlier_inputs, stage_fingerprint, stamped
 from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
@@ -90,14 +91,24 @@ def intake(
 def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> SessionState:
     result = runner.run_stage(spec, state)
     outputs = {**state.outputs, **result.inputs, spec.slug: result.output}
+    after = state.model_copy(update={"outputs": outputs})
+    at = now()
     meta = StageMeta(
         status="needs_attention" if result.problems else "completed",
         attempts=result.attempts,
         problems=result.problems,
-        at=now(),
+        at=at,
         quality_flags=result.quality_flags,
         anchor=state.anchor.digest() if state.anchor else None,
+        inputs=earlier_inputs(after, spec.slug),
+        checked=stage_fingerprint(after, spec.slug, at),
     )
+    metas = {**state.stage_meta, spec.slug: meta}
+    validations = {**state.validations, spec.slug: result.findings}
+    for slug in result.inputs:  # producers' outputs this stage's input validation revised
+        validations[slug], _ = runner.revalidate(slug, after)
+        if slug in metas:
+            metas[slug] = checked_now(metas[slug], after, slug, at)
     reviews = dict(state.reviews)
     consumed = reviews.pop(spec.slug, None)
     log = state.review_log
@@ -109,8 +120,8 @@ def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> Sess
     return state.model_copy(
         update={
             "outputs": outputs,
-            "stage_meta": {**state.stage_meta, spec.slug: meta},
-            "validations": {**state.validations, spec.slug: result.findings},
+            "stage_meta": metas,
+            "validations": validations,
             "divergence": divergence,
             "reviews": reviews,
             "review_log": log,
@@ -149,6 +160,7 @@ def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -
         if callable(record_rework):
             record_rework(phase, decision)
         verification = decision.verification
+    verification = stamped(verification, state, phase, now())
     verifications = {**state.verifications, phase.value: verification}
     if decision is not None and decision.route is not None:  # automatic rework
         return state.model_copy(

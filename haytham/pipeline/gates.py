@@ -4,7 +4,9 @@ A gate command (approve, reject, rework, override, clarify, edit, remove_non_goa
 returns the state updates it implies or raises :class:`GateError` / :class:`InputError` with the
 reason — in which case nothing changes. Approval is refused while anything blocking is open:
 ambiguous invariants (Gate 1), a NO-GO verdict (Gate 1), blocking verifier violations, blocking
-validator findings and failed mechanical checks, unless each was overridden with a reason.
+validator findings and failed mechanical checks, unless each was overridden with a reason; and
+while the gate's own checks are stale (:mod:`haytham.pipeline.staleness`), unless the approval
+carries an explicit ``override_stale`` reason (logged as an override of ``stale-checks``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from haytham.errors import GateError, InputError
+from haytham.pipeline.staleness import describe, stale_checks
+from haytham.pipeline.staleness import stale_stages as stale_stages
 from haytham.pipeline.state import RunStatus, SessionState, gate_of
-from haytham.schemas.anchor import ConceptAnchor
-from haytham.schemas.gate import AnchorEdit, Clarification, GateRecord, Override
+from haytham.schemas.anchor import AUTO, LEAVE_OPEN, ConceptAnchor, reviewer_name
+from haytham.schemas.gate import STALE_CHECKS, AnchorEdit, Clarification, GateRecord, Override
 from haytham.schemas.verification import ReviewArtifact, ReviewIssue
-from haytham.stages import STAGES, Phase, get_stage, next_action, phase_stages
+from haytham.stages import Phase, get_stage, next_action, phase_stages
 from haytham.storage import now
 
 COMMANDS = (
@@ -93,24 +97,6 @@ def blocking_items(state: SessionState, phase: Phase) -> list[BlockingItem]:
     return items
 
 
-def stale_stages(state: SessionState) -> list[str]:
-    """Stages (in order) that ran with an anchor whose values have since changed.
-
-    Their outputs, validator findings and their phase's verification were made against the old
-    anchor; ``clear-from`` the first of them re-runs them against the current one. A stage that
-    recorded no anchor digest (stage 1, or a session from before digests) is never stale.
-    """
-    if state.anchor is None:
-        return []
-    current = state.anchor.digest()
-    stale = []
-    for spec in STAGES:
-        meta = state.stage_meta.get(spec.slug)
-        if meta is not None and meta.anchor not in (None, current):
-            stale.append(spec.slug)
-    return stale
-
-
 def open_blocking(state: SessionState, phase: Phase) -> list[BlockingItem]:
     record = gate_of(state.gates, phase)
     done = {o.target for o in record.overrides if o.round == record.round}
@@ -149,6 +135,27 @@ def _approve(state, phase, record, command) -> dict:
                 f"Gate 1 cannot be approved: {len(pending)} invariant(s) need "
                 f"clarification first ({names}); use `haytham clarify`."
             )
+    overrides = list(record.overrides)
+    stale = stale_checks(state, phase)
+    if stale:
+        reason = str(command.get("override_stale") or "").strip()
+        if not reason:
+            raise GateError(
+                f"Gate {phase.gate} cannot be approved while its checks are stale "
+                f"({describe(stale)}): re-check them (verifier and validators only, "
+                f"`haytham recheck`), re-run from {_first_stage(stale)}, or approve with an "
+                "explicit override and its reason."
+            )
+        overrides.append(
+            Override(
+                target=STALE_CHECKS,
+                reason=reason,
+                auto=bool(command.get("auto", False)),
+                round=record.round,
+                at=now(),
+                by=_who(command),
+            )
+        )
     blocking = open_blocking(state, phase)
     if blocking:
         listed = "; ".join(f"[{b.id}] {b.message}" for b in blocking[:5])
@@ -158,11 +165,29 @@ def _approve(state, phase, record, command) -> dict:
             "rework."
         )
     rec = record.model_copy(
-        update={"status": "approved", "note": command.get("note", ""), "decided_at": now()}
+        update={
+            "status": "approved",
+            "note": command.get("note", ""),
+            "decided_at": now(),
+            "overrides": overrides,
+        }
     )
     nxt = next_action(phase)
     status = RunStatus.DONE if nxt == "end" else RunStatus.RUNNING
     return GateDecision(rec, route=nxt, status=status)
+
+
+def _first_stage(stale: list) -> str:
+    slug = next((c.stage for c in stale if c.stage), None)
+    spec = get_stage(slug) if slug else phase_stages(stale[0].phase)[0]
+    return f"Stage {spec.number} · {spec.title}"
+
+
+def _who(command: Mapping[str, Any]) -> str:
+    """Who gave the command: ``by`` when the caller says, else the local user (or auto)."""
+    if command.get("auto"):
+        return AUTO
+    return str(command.get("by") or "").strip() or reviewer_name()
 
 
 def _reject(state, phase, record, command) -> dict:
@@ -219,8 +244,9 @@ def _override(state, phase, record, command) -> dict:
         if not chosen:
             raise GateError(f"Gate {phase.gate} has nothing blocking to override.")
     auto = bool(command.get("auto", False))
+    by = _who(command)
     added = [
-        Override(target=i.id, reason=reason, auto=auto, round=record.round, at=now())
+        Override(target=i.id, reason=reason, auto=auto, round=record.round, at=now(), by=by)
         for i in chosen
     ]
     rec = record.model_copy(update={"overrides": [*record.overrides, *added]})
@@ -235,6 +261,7 @@ def _clarify(state, phase, record, command) -> dict:
         {
             "choices": {command.get("invariant", ""): command.get("choice", "")},
             "auto": command.get("auto", False),
+            "by": command.get("by"),
         },
     )
 
@@ -245,15 +272,19 @@ def _clarify_all(state, phase, record, command) -> dict:
     if not choices:
         raise InputError("No clarification choices were given.")
     auto = bool(command.get("auto", False))
+    by = _who(command)
     added = []
     for prop, choice in choices.items():
-        anchor = anchor.resolve(prop, str(choice), by_user=not auto)
+        anchor = anchor.resolve(prop, str(choice), by_user=not auto, who=by)
+        inv = anchor.invariant(prop)
         added.append(
             Clarification(
-                invariant=anchor.invariant(prop).property,
-                choice=anchor.invariant(prop).value,
+                invariant=inv.property,
+                choice=LEAVE_OPEN if inv.is_open else inv.value,
                 auto=auto,
-                at=now(),
+                at=inv.decided_at or now(),
+                by=by,
+                open=inv.is_open,
             )
         )
     rec = record.model_copy(update={"clarifications": [*record.clarifications, *added]})
@@ -263,14 +294,16 @@ def _clarify_all(state, phase, record, command) -> dict:
 def _edit(state, phase, record, command) -> dict:
     anchor = _anchor(state, phase)
     prop = str(command.get("invariant", ""))
-    before = anchor.invariant(prop).value
-    anchor = anchor.edit_value(prop, str(command.get("value", "")))
+    before = anchor.invariant(prop).shown_value()
+    by = _who(command)
+    anchor = anchor.edit_value(prop, str(command.get("value", "")), who=by)
     edit = AnchorEdit(
         kind="edit_value",
         target=anchor.invariant(prop).property,
         before=before,
-        after=anchor.invariant(prop).value,
+        after=anchor.invariant(prop).shown_value(),
         at=now(),
+        by=by,
     )
     return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
 
@@ -279,7 +312,9 @@ def _remove_non_goal(state, phase, record, command) -> dict:
     anchor = _anchor(state, phase)
     text = str(command.get("text", ""))
     anchor = anchor.remove_non_goal(text)
-    edit = AnchorEdit(kind="remove_non_goal", target="non_goals", before=text, at=now())
+    edit = AnchorEdit(
+        kind="remove_non_goal", target="non_goals", before=text, at=now(), by=_who(command)
+    )
     return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
 
 

@@ -330,6 +330,11 @@ class StageRunner:
                 notes=impact_lines(impact),
             )
 
+    def revalidate(self, slug: str, state: SessionState) -> tuple[list[Finding], dict[str, float]]:
+        """The validators of ``slug`` again, on its output in ``state`` (a producer's output the
+        receiving stage revised): (findings, similarity to the idea and the anchor)."""
+        return self._post_validate(slug, state, state.outputs[slug])
+
     def _post_validate(
         self, slug: str, state: SessionState, output: StageOutput
     ) -> tuple[list[Finding], dict[str, float]]:

@@ -25,7 +25,7 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
 from haytham.schemas.revision import Revision
-from haytham.schemas.verification import PhaseVerification, ReviewArtifact
+from haytham.schemas.verification import Fingerprint, PhaseVerification, ReviewArtifact
 from haytham.stages import BY_SLUG, Phase
 from haytham.validate.model import Finding
 
@@ -58,8 +58,10 @@ class RunStatus(StrEnum):
 
 
 class StageMeta(BaseModel):
-    """How a stage's last run went: what the mechanical checks left open, and which anchor it
-    ran against (its digest; a changed anchor makes the stage stale)."""
+    """How a stage's last run went: what the mechanical checks left open, which anchor it ran
+    against (its digest) and the earlier outputs it read (``inputs``: slug -> digest), and what
+    its validators last checked (``checked``: set when it ran, renewed by a re-check). A check
+    whose anchor or outputs have changed since is stale."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -69,6 +71,8 @@ class StageMeta(BaseModel):
     at: str | None = None
     quality_flags: dict[str, int] | None = None
     anchor: str | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)
+    checked: Fingerprint | None = None
 
 
 class LoggedReview(ReviewArtifact):

@@ -7,10 +7,12 @@ in every later stage's prompt. Only a reviewer changes it (Gate 1 clarification 
 from __future__ import annotations
 
 import builtins
+import getpass
 import hashlib
 import json
 import math
 import re
+from datetime import UTC, datetime
 from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
@@ -24,6 +26,7 @@ AMBIGUITY_THRESHOLD = 0.7
 LEAVE_OPEN = "Leave this open: my idea does not say"
 ANCHOR_TOKEN_BUDGET = 500
 REQUIRED_PROPERTIES = ("access_model", "interaction_model", "session_medium")
+AUTO = "auto-approve"  # ``decided_by`` of a value picked by --auto-approve
 
 InvariantKind = Literal[
     "access",
@@ -38,6 +41,10 @@ InvariantKind = Literal[
     "other",
 ]
 """What an invariant is about; checks pick invariants by kind, never by their property name."""
+Provenance = Literal["founder", "reviewer", "auto", "open"]
+"""Where an invariant's value came from: ``founder`` (extracted from the idea, quote in
+``source``), ``reviewer`` (chosen or edited at Gate 1), ``auto`` (picked by ``--auto-approve``,
+not confirmed by anyone) or ``open`` (the founder has not decided: there is no value)."""
 Polarity = Literal["requires", "forbids"]
 """``requires``: the product must have/do the value. ``forbids``: it must never have/do it."""
 
@@ -96,7 +103,10 @@ class Invariant(TolerantModel):
         default="requires",
         description="requires: the product must have/do the value; forbids: it must never.",
     )
-    value: str = Field(min_length=1, description="The required value or condition.")
+    value: str = Field(
+        description="The required value or condition (never empty).",
+        json_schema_extra={"minLength": 1},
+    )
     trait: str | None = Field(
         default=None,
         description=(
@@ -113,11 +123,38 @@ class Invariant(TolerantModel):
     clarification_options: list[str] = Field(
         default_factory=list, description="If confidence < 0.7: 2-3 concrete choices."
     )
+    option_traits: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "For each clarification option that fixes a system trait: option text -> "
+            "'<trait>=<value>' (e.g. {'Live video calls': 'communication=video'})."
+        ),
+    )
     # Set by code only (a reviewer's choice, or --auto-approve); hidden from the model's schema.
+    provenance: SkipJsonSchema[Provenance] = "founder"
+    decided_by: SkipJsonSchema[str | None] = None  # who chose the value (reviewer, or "auto")
+    decided_at: SkipJsonSchema[str | None] = None  # when (ISO 8601)
+    # Older flags, kept in step with ``provenance`` (sessions from before it load through them).
     user_clarified: SkipJsonSchema[bool] = False
     auto_resolved: SkipJsonSchema[bool] = False
     # Set by code (haytham.validate.grounding): is ``source`` found in the idea? None: unchecked.
     grounded: SkipJsonSchema[bool | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provenance_from_flags(cls, data: object) -> object:
+        """A session from before ``provenance``: its flags say where the value came from, and
+        "leave it open" chosen as a value becomes an open invariant with no value."""
+        if not isinstance(data, dict) or data.get("provenance"):
+            return data
+        data = dict(data)
+        if str(data.get("value", "")).strip() == LEAVE_OPEN:
+            data |= {"provenance": "open", "value": ""}
+        elif data.get("user_clarified"):
+            data["provenance"] = "reviewer"
+        elif data.get("auto_resolved"):
+            data["provenance"] = "auto"
+        return data
 
     @field_validator("property")
     @classmethod
@@ -165,6 +202,14 @@ class Invariant(TolerantModel):
         ref = parse_trait_ref(v)
         return None if ref is None else f"{ref[0]}={ref[1]}"
 
+    @field_validator("option_traits", mode="before")
+    @classmethod
+    def _option_traits_mapping(cls, v: object) -> object:
+        """Anything but a mapping of text to text is nothing to keep (never a rejection)."""
+        if not isinstance(v, dict):
+            return {}
+        return {str(k): str(t) for k, t in v.items() if isinstance(k, str) and isinstance(t, str)}
+
     @builtins.property
     def trait_ref(self) -> tuple[str, str] | None:
         """(trait, value) this invariant pins, or None."""
@@ -176,14 +221,31 @@ class Invariant(TolerantModel):
         return [o.strip() for o in v if o.strip()]
 
     @model_validator(mode="after")
+    def _value_unless_open(self) -> Invariant:
+        """Only an open invariant has no value; the flags follow ``provenance``."""
+        if self.provenance == "open":
+            self.value = ""
+            self.trait = None
+        elif not self.value.strip():
+            raise ValueError("value must not be empty")
+        self.user_clarified = self.provenance == "reviewer" or (
+            self.provenance == "open" and self.decided_by not in (None, AUTO)
+        )
+        self.auto_resolved = self.provenance == "auto"
+        return self
+
+    @model_validator(mode="after")
     def _ambiguity_has_options(self) -> Invariant:
         """Below 0.7 the founder is asked, so code makes sure there is something to ask.
 
         A missing explanation gets a plain one; the options are de-duplicated and made 2-3: the
         extracted value and "leave it open" fill in for missing ones, extra ones are dropped.
         A weak model's incomplete ambiguity is repaired here, never a reason to reject it.
+        Each option's pin is kept when it names an option and a trait; the option equal to the
+        value carries the invariant's own pin.
         """
-        if self.confidence >= AMBIGUITY_THRESHOLD:
+        if not self.is_ambiguous:
+            self.option_traits = self._pins(self.clarification_options)
             return self
         if not (self.ambiguity or "").strip():
             self.ambiguity = (
@@ -193,27 +255,69 @@ class Invariant(TolerantModel):
         if len(options) < 2:
             options = _distinct([*options, self.value, LEAVE_OPEN])[:2]
         self.clarification_options = options
+        self.option_traits = self._pins(options)
         return self
+
+    def _pins(self, options: list[str]) -> dict[str, str]:
+        """``option_traits`` normalised: keyed by the option's own text, each a valid trait ref;
+        the option that equals the value gets the invariant's pin when it has none."""
+        by_text = {o.strip().lower(): o for o in options}
+        pins: dict[str, str] = {}
+        for text, ref in self.option_traits.items():
+            option = by_text.get(text.strip().lower())
+            parsed = parse_trait_ref(ref)
+            if option is not None and option != LEAVE_OPEN and parsed is not None:
+                pins[option] = f"{parsed[0]}={parsed[1]}"
+        current = by_text.get(self.value.strip().lower())
+        if current is not None and self.trait and current not in pins:
+            pins[current] = self.trait
+        return pins
+
+    def choices(self) -> list[str]:
+        """What a person may answer: the options, then "leave it open" (always offered)."""
+        options = list(self.clarification_options)
+        return options if LEAVE_OPEN in options else [*options, LEAVE_OPEN]
 
     @builtins.property  # the field named ``property`` shadows the builtin in this class body
     def is_ambiguous(self) -> bool:
-        return self.confidence < AMBIGUITY_THRESHOLD
+        """Still waiting for a person: the extractor was unsure and nobody has decided."""
+        return self.provenance == "founder" and self.confidence < AMBIGUITY_THRESHOLD
 
-    def resolved(self, choice: str, *, by_user: bool) -> Invariant:
-        """This invariant with ``choice`` applied as in ADR-022 1c."""
+    @builtins.property
+    def is_open(self) -> bool:
+        """The founder has not decided this: there is no value to honour or check against."""
+        return self.provenance == "open"
+
+    def shown_value(self) -> str:
+        """The value as a person reads it: ``open (not decided)`` for an open invariant."""
+        return "open (not decided)" if self.is_open else self.value
+
+    def resolved(self, choice: str, *, by_user: bool, who: str | None = None) -> Invariant:
+        """This invariant with ``choice`` applied as in ADR-022 1c.
+
+        The chosen option keeps its own pin (``option_traits``); "leave it open" gives an open
+        invariant with no value. A reviewer's choice is certain (confidence 1.0); an automatic
+        one keeps the extractor's confidence, since nobody confirmed it.
+        """
+        open_ = choice.strip() == LEAVE_OPEN
+        pin = self.option_traits.get(choice)
+        if pin is None and choice.strip() == self.value.strip():
+            pin = self.trait
+        provenance: Provenance = "open" if open_ else "reviewer" if by_user else "auto"
         return Invariant(
             id=self.id,
             property=self.property,
             kind=self.kind,
             polarity=self.polarity,
-            trait=self.trait if choice.strip() == self.value.strip() else None,
-            value=choice,
+            trait=None if open_ else pin,
+            value="" if open_ else choice,
             source=self.source,
-            confidence=1.0,
+            confidence=1.0 if by_user and not open_ else self.confidence,
             ambiguity=None,
             clarification_options=[],
-            user_clarified=by_user,
-            auto_resolved=not by_user,
+            provenance=provenance,
+            decided_by=(who or reviewer_name()) if by_user else AUTO,
+            decided_at=now_iso(),
             grounded=self.grounded,
         )
 
@@ -275,11 +379,15 @@ class ConceptAnchor(TolerantModel):
         return self
 
     def as_extracted(self) -> ConceptAnchor:
-        """This anchor with every reviewer-only flag cleared (a model cannot set them)."""
-        invs = [
-            i.model_copy(update={"user_clarified": False, "auto_resolved": False})
-            for i in self.invariants
-        ]
+        """This anchor with every reviewer-only field cleared (a model cannot set them)."""
+        cleared = {
+            "user_clarified": False,
+            "auto_resolved": False,
+            "provenance": "founder",
+            "decided_by": None,
+            "decided_at": None,
+        }
+        invs = [i.model_copy(update=cleared) for i in self.invariants]
         return self.model_copy(update={"invariants": invs})
 
     def digest(self) -> str:
@@ -341,17 +449,28 @@ class ConceptAnchor(TolerantModel):
     def open_ambiguities(self) -> list[Invariant]:
         return [i for i in self.invariants if i.is_ambiguous]
 
-    # -- reviewer changes (each returns a new anchor) --------------------------------------
-    def clarify(self, prop: str, choice: str) -> ConceptAnchor:
-        """Apply a reviewer's choice; ``choice`` is an option's text or its 1-based number."""
-        return self.resolve(prop, choice, by_user=True)
+    def open_invariants(self) -> list[Invariant]:
+        """Invariants the founder left open (no value): open questions, not promises."""
+        return [i for i in self.invariants if i.is_open]
 
-    def resolve(self, prop: str, choice: str, *, by_user: bool) -> ConceptAnchor:
+    def decided(self) -> list[Invariant]:
+        """Invariants with a value to honour (every one but the open ones)."""
+        return [i for i in self.invariants if not i.is_open]
+
+    # -- reviewer changes (each returns a new anchor) --------------------------------------
+    def clarify(self, prop: str, choice: str, who: str | None = None) -> ConceptAnchor:
+        """Apply a reviewer's choice; ``choice`` is an option's text or its 1-based number."""
+        return self.resolve(prop, choice, by_user=True, who=who)
+
+    def resolve(
+        self, prop: str, choice: str, *, by_user: bool, who: str | None = None
+    ) -> ConceptAnchor:
         """Apply ``choice`` (an option's text or number) to an ambiguous invariant."""
         inv = self.invariant(prop)
         if not inv.is_ambiguous:
             raise InputError(f"Invariant {inv.property!r} is not ambiguous; use edit to change it.")
-        return self._replace(inv.property, inv.resolved(_pick_option(inv, choice), by_user=by_user))
+        chosen = inv.resolved(_pick_option(inv, choice), by_user=by_user, who=who)
+        return self._replace(inv.property, chosen)
 
     def auto_resolve(self) -> ConceptAnchor:
         """Resolve every open ambiguity with its first option (recorded as auto_resolved)."""
@@ -362,19 +481,31 @@ class ConceptAnchor(TolerantModel):
             )
         return anchor
 
-    def edit_value(self, prop: str, value: str) -> ConceptAnchor:
+    def edit_value(self, prop: str, value: str, who: str | None = None) -> ConceptAnchor:
+        """A reviewer's new value (or, with ``LEAVE_OPEN``, leaves the invariant open)."""
         inv = self.invariant(prop)
         if not value.strip():
             raise InputError("An invariant's value cannot be empty.")
-        new = inv.model_copy(
-            update={
+        open_ = value.strip() == LEAVE_OPEN
+        pin = next(
+            (t for o, t in inv.option_traits.items() if o.strip().lower() == value.strip().lower()),
+            None,
+        )
+        new = Invariant.model_validate(
+            inv.model_dump()
+            | {
                 # a pinned trait belonged to the old value; code cannot know the new one's
-                "trait": inv.trait if value.strip() == inv.value.strip() else None,
-                "value": value.strip(),
-                "confidence": 1.0,
+                "trait": None
+                if open_
+                else pin or (inv.trait if value.strip() == inv.value.strip() else None),
+                "value": "" if open_ else value.strip(),
+                "confidence": inv.confidence if open_ else 1.0,
                 "ambiguity": None,
                 "clarification_options": [],
-                "user_clarified": True,
+                "option_traits": {},
+                "provenance": "open" if open_ else "reviewer",
+                "decided_by": who or reviewer_name(),
+                "decided_at": now_iso(),
             }
         )
         return self._replace(inv.property, new)
@@ -406,10 +537,16 @@ class ConceptAnchor(TolerantModel):
             lines += [f"- {g}" for g in self.intent.non_goals]
         lines.append("Invariants:")
         for inv in self.invariants:
+            if inv.is_open:
+                lines.append(
+                    f"- {inv.id} {inv.property} = OPEN: the founder has not decided this; do not "
+                    f'assume any value, keep the choice open (source: "{inv.source}")'
+                )
+                continue
             tag = ""
-            if inv.user_clarified:
+            if inv.provenance == "reviewer":
                 tag = " [clarified by founder]"
-            elif inv.auto_resolved:
+            elif inv.provenance == "auto":
                 tag = " [auto-resolved to the first option; not confirmed by the founder]"
             elif inv.is_ambiguous:
                 tag = f" [AMBIGUOUS, {round(inv.confidence * 100)}% confident: {inv.ambiguity}]"
@@ -436,6 +573,19 @@ class ConceptAnchor(TolerantModel):
         return estimate_tokens(self.render())
 
 
+def reviewer_name() -> str:
+    """Who is deciding at a gate: the local user's name until sign-in exists."""
+    try:
+        return getpass.getuser() or "reviewer"
+    except Exception:  # no user name in this environment (a container without a passwd entry)
+        return "reviewer"
+
+
+def now_iso() -> str:
+    """Now, in UTC, ISO 8601 to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def _distinct(options: list[str]) -> list[str]:
     """Non-blank options, stripped, each once (case-insensitively), in order."""
     seen: set[str] = set()
@@ -448,7 +598,7 @@ def _distinct(options: list[str]) -> list[str]:
 
 
 def _pick_option(inv: Invariant, choice: str) -> str:
-    options = inv.clarification_options
+    options = inv.choices()
     text = choice.strip()
     if text.isascii() and text.isdigit() and 1 <= int(text) <= len(options):
         return options[int(text) - 1]

@@ -9,12 +9,17 @@ from pydantic import BaseModel, Field
 GateStatus = Literal["pending", "open", "approved", "rejected", "rework_requested"]
 
 
+STALE_CHECKS = "stale-checks"
+"""The override target of approving a gate whose own checks are stale."""
+
+
 class Override(BaseModel):
     target: str = Field(description="What was overridden: a violation, 'NO-GO', a finding.")
     reason: str = Field(min_length=1)
     auto: bool = False
     round: int = 1
     at: str
+    by: str | None = None  # who (the local user name until sign-in exists)
 
 
 class Clarification(BaseModel):
@@ -22,6 +27,8 @@ class Clarification(BaseModel):
     choice: str
     auto: bool = False
     at: str
+    by: str | None = None
+    open: bool = False  # the founder left it open: ``choice`` is "leave it open", not a value
 
 
 class AnchorEdit(BaseModel):
@@ -30,6 +37,16 @@ class AnchorEdit(BaseModel):
     before: str
     after: str = ""
     at: str
+    by: str | None = None
+
+
+class Recheck(BaseModel):
+    """The phase's validators and verifier run again against the current anchor."""
+
+    at: str
+    by: str | None = None
+    why: str = ""  # "after the clarification", or the stale checks it renewed
+    verification: str = ""  # the verification's status after the re-check
 
 
 class GateRecord(BaseModel):
@@ -43,5 +60,6 @@ class GateRecord(BaseModel):
     overrides: list[Override] = Field(default_factory=list)
     clarifications: list[Clarification] = Field(default_factory=list)
     edits: list[AnchorEdit] = Field(default_factory=list)
+    rechecks: list[Recheck] = Field(default_factory=list)
     opened_at: str | None = None
     decided_at: str | None = None

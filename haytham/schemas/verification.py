@@ -71,6 +71,16 @@ class CarrierAudit(TolerantModel):
         return _AUDIT_SPELLINGS.get(key, key)
 
 
+class Fingerprint(TolerantModel):
+    """What a check depended on when it ran: the anchor's digest (``None``: it did not use the
+    anchor) and a digest of each stage output it read. A check whose recorded digests differ from
+    the current ones is stale (see :mod:`haytham.pipeline.staleness`)."""
+
+    anchor: str | None = None
+    outputs: dict[str, str] = Field(default_factory=dict)
+    at: str | None = None
+
+
 class PhaseVerification(TolerantModel):
     """A verifier's verdict on one phase against the anchor."""
 
@@ -90,6 +100,7 @@ class PhaseVerification(TolerantModel):
     reason: SkipJsonSchema[str] = ""
     strategy: SkipJsonSchema[str] = "single"
     round: SkipJsonSchema[int] = 0
+    checked: SkipJsonSchema[Fingerprint | None] = None  # what it verified (set by code)
 
     @field_validator("carrier_audit", mode="before")
     @classmethod

@@ -84,8 +84,9 @@ def finding(
 
 # -- anchor invariants -------------------------------------------------------------------------
 def resolved(inv: Invariant) -> bool:
-    """Unresolved ambiguous invariants (confidence < 0.7, unclarified) drive no constraints."""
-    return not inv.is_ambiguous or inv.user_clarified or inv.auto_resolved
+    """Unresolved ambiguous invariants (confidence < 0.7, nobody decided) and open ones (the
+    founder has not decided: no value) drive no constraints."""
+    return not inv.is_ambiguous and not inv.is_open
 
 
 def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:

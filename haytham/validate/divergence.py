@@ -59,7 +59,7 @@ class Target:
 
 def targets(anchor: ConceptAnchor, vecs: SessionVectors) -> list[Target]:
     out: list[Target] = []
-    for inv in anchor.invariants:
+    for inv in anchor.decided():
         if inv.polarity == "requires" and inv.id in vecs.invariants:
             out.append(_target(inv.id, invariant_text(inv), vecs.invariants[inv.id], vecs))
     for n, (f, v) in enumerate(zip(anchor.identity, vecs.identity, strict=True), 1):

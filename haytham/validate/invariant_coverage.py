@@ -109,7 +109,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
         return []
     found = _unknown_refs(slug, items, set(anchor.ids()))
     ins = [i for i in items if not i.out]
-    for inv in anchor.invariants:
+    for inv in anchor.decided():  # an open invariant has no value to carry or preserve
         if override_for(ctx, out, inv) is not None:
             continue
         scoped_out = [i for i in items if i.out and inv.id in i.carries and inv.id not in i.honours]
@@ -179,7 +179,7 @@ def _accounted(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     assert anchor is not None
     found: list[Finding] = []
     preserved = out.anchor_compliance.invariants_preserved
-    for inv in anchor.invariants:
+    for inv in anchor.decided():  # an open invariant has no value to carry or preserve
         override = override_for(ctx, out, inv)
         if override is not None:
             if _TRIVIAL_REASON.match(override.reason) or len(override.reason.split()) < 3:

@@ -127,7 +127,7 @@ def anchor_texts(anchor: ConceptAnchor) -> list[str]:
     return [
         anchor.intent.goal,
         *anchor.intent.explicit_constraints,
-        *(invariant_text(i) for i in anchor.invariants),
+        *(invariant_text(i) for i in anchor.decided()),
         *(identity_text(f) for f in anchor.identity),
     ]
 
@@ -201,7 +201,7 @@ def build(ctx: Context, slugs: Collection[str]) -> SessionVectors:
     anchor = snap.anchor
     anchor_slice = take(anchor_texts(anchor)) if anchor is not None else None
     inv_slices = (
-        {i.id: take([invariant_text(i)]) for i in anchor.invariants} if anchor is not None else {}
+        {i.id: take([invariant_text(i)]) for i in anchor.decided()} if anchor is not None else {}
     )
     id_slices = [take([identity_text(f)]) for f in anchor.identity] if anchor is not None else []
     generic_slice = take(generic_texts(anchor)) if anchor is not None else None

@@ -90,7 +90,7 @@ def issues_of(phase: Phase, verification: PhaseVerification, state: SessionState
 def _suggestions(issues: list[Issue], anchor: ConceptAnchor | None) -> list[str]:
     out: list[str] = []
     if anchor is not None:
-        for inv in anchor.invariants:
+        for inv in anchor.decided():
             name = normalize_key(inv.property)
             if any(name in i.key or inv.property in i.detail for i in issues):
                 out.append(
