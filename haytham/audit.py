@@ -36,9 +36,10 @@ VERBS = {
     "fork": "forked",
     "delete": "deleted",
     "export": "exported",
-    "run": "ran",
 }
 """How a record's action reads in pages, exports and PDFs."""
+NOT_DECISIONS = frozenset({"export"})
+"""Actions on the record that exports leave out of their "Decisions on record" list."""
 
 
 class Decision(BaseModel):

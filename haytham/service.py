@@ -459,7 +459,9 @@ class Haytham:
             with files.lock():  # a consistent copy: nothing writes meanwhile
                 made: str | bytes = json_text(dump_session(files)) + "\n"
         else:
-            made = export(self.load_state(session_id), fmt)
+            record = audit.decisions(self.store, session_id=session_id)
+            shown = [d.sentence for d in record if d.action not in audit.NOT_DECISIONS]
+            made = export(self.load_state(session_id), fmt, shown)
         self._record("export", session_id, format=fmt)
         return made
 

@@ -6,6 +6,7 @@ every decision (folder store; the shared store's is in test_team.py)."""
 from __future__ import annotations
 
 import inspect
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -213,8 +214,16 @@ def test_four_eyes_refuses_the_founders_approval_and_the_reviewer_approves(tmp_p
     assert approval[0].round == 1 and approval[0].detail["note"] == "looks right"
     assert approval[0].sentence.startswith("Gate 1, round 1: approved by Rita Reviewer")
     assert [d.action for d in record][0] == "create" and record[0].actor == "ada@example.org"
+    # exports and the PDF name the reviewer
+    markdown = str(ada.export(sid, "markdown"))
+    assert "## Decisions on record" in markdown
+    assert "Gate 1, round 1: approved by Rita Reviewer <rita@example.org> on " in markdown
+    pdf = tmp_path / "validation.pdf"
+    pdf.write_bytes(bytes(ada.export(sid, "validation-pdf")))  # type: ignore[arg-type]
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "approved by Rita Reviewer" in " ".join(text.split())
     # the founder reads their session's record; everyone's record is for admins only
-    assert ada.decisions(sid) == record
+    assert ada.decisions(sid)[: len(record)] == record
     with pytest.raises(AccessDenied, match="admins only"):
         ada.decisions()
     base.close()
