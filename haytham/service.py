@@ -19,7 +19,7 @@ from burr.core import Application
 from haytham import audit
 from haytham.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
 from haytham.config import Settings
-from haytham.errors import AccessDenied, GateError, HaythamError, InputError
+from haytham.errors import AccessDenied, GateError, HaythamError, InputError, SessionLocked
 from haytham.export import export, json_text
 from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
@@ -27,6 +27,7 @@ from haytham.intake import AGENT as INTAKE_ACTION
 from haytham.intake import IntakeRecord, clean_answers
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
+from haytham.notify import Notice, Notifier
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, gate_of, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
@@ -102,6 +103,7 @@ class Haytham:
         self.actor = actor or default_actor(settings, self.policy)
         self._shared = False  # a view made by acting_as: closing it closes nothing
         self.store = open_store(settings)
+        self.notifier = Notifier.from_settings(settings)
         self._own_models = models is None
         self.models = models or ModelRuntime(settings)
         self.verifier_factory = verifier_factory
@@ -295,6 +297,40 @@ class Haytham:
             return Outcome(session_id, state.status, next_action=nxt.name if nxt else None)
 
     def _advance(
+        self, files: Session, app: Application, *, until: int | None, auto_approve: bool
+    ) -> Outcome:
+        """Run on (:meth:`_steps`), telling the assigned reviewers when the session stops at a
+        gate or fails (:mod:`haytham.notify`; never waits for the delivery)."""
+        try:
+            outcome = self._steps(files, app, until=until, auto_approve=auto_approve)
+        except (SessionLocked, AccessDenied):
+            raise
+        except Exception as exc:
+            self._tell(files, "failed", None, str(exc) if isinstance(exc, HaythamError) else "")
+            raise
+        if outcome.gate is not None:
+            self._tell(files, "gate", outcome.gate, "")
+        return outcome
+
+    def _tell(self, files: Session, event: str, gate: int | None, why: str) -> None:
+        if self.notifier is None:
+            return
+        try:
+            meta = files.read_json("session.json", default={}) or {}
+            owner = meta.get("owner") if isinstance(meta.get("owner"), str) else None
+            reviewers = tuple(self.policy.current().reviewers_of(owner))
+        except HaythamError:
+            owner, reviewers = None, ()
+        sid = files.session_id
+        text = (
+            f"Session {sid} waits at Gate {gate} · {phase_for_gate(gate).value} for a decision."
+            if gate is not None
+            else f"The run of session {sid} failed" + (f": {why}" if why else ".")
+        )
+        notice = Notice(event, sid, text, gate=gate, owner=owner, recipients=reviewers)  # type: ignore[arg-type]
+        self.notifier.send(notice)
+
+    def _steps(
         self, files: Session, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
         messages: list[str] = []
