@@ -72,6 +72,10 @@ def advance(context: JobContext, session_id: str, label: str, queued_by: str | N
     service: Haytham = context.additional_context["service"].acting_as(SYSTEM.behalf(queued_by))
     job_id = context.job.id
     log.info("job %s: %s of %s", job_id, label, session_id)
+    with contextlib.suppress(HaythamError):  # who asked for this run, on the session's record
+        service.store.open(session_id).append_event(
+            "job_started", None, job=job_id, label=label, queued_by=queued_by
+        )
     try:
         service.run(session_id)
     except SessionLocked:
