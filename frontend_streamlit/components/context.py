@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
 from components.safe_text import md, no_paths
-from components.signin import current_actor
+from components.signin import current_actor, show_identity
 
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, SessionNotFound
@@ -117,7 +117,7 @@ def require_identity() -> None:
     except HaythamError:
         return
     if current.secret("database_url"):
-        backend()
+        show_identity(current, backend().service.actor)
 
 
 def new_session_backend() -> Backend:

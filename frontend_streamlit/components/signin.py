@@ -62,24 +62,36 @@ def _signed_in(groups_claim: str) -> Actor:
         st.button("Sign in", type="primary", on_click=st.login, key="sign_in")
         st.stop()
     email = str(user.get("email") or user.get("preferred_username") or user.get("sub") or "")
-    actor = person(email, str(user.get("name") or email), user.get(groups_claim) or ())
-    with st.sidebar:
-        st.caption(f"Signed in as {actor.label}")
-        st.button("Sign out", on_click=st.logout, key="sign_out")
-    return actor
+    return person(email, str(user.get("name") or email), user.get(groups_claim) or ())
+
+
+def _header_name() -> str | None:
+    headers = st.context.headers
+    return next((headers.get(h) for h in NAME_HEADERS if headers.get(h)), None)
 
 
 def _trusted() -> Actor:
-    headers = st.context.headers
-    given = next((headers.get(h) for h in NAME_HEADERS if headers.get(h)), None)
+    given = _header_name()
     if given:
         return person(given)
     guest = st.session_state.setdefault(GUEST_KEY, f"guest-{secrets.token_hex(2)}")
-    with st.sidebar:
-        typed = st.text_input(
-            "Your name",
-            key=NAME_KEY,
-            placeholder=guest,
-            help="Recorded with every decision you make (this network needs no sign-in).",
-        )
+    typed = str(st.session_state.get(NAME_KEY) or "")
     return person(" ".join(typed.split()) or guest)
+
+
+def show_identity(settings: Settings, actor: Actor) -> None:
+    """The sidebar's line on who is signed in (and Sign out), or, on a trusted network, the
+    name this browser session records; drawn once per page run, before the page."""
+    if not settings.secret("database_url"):
+        return
+    with st.sidebar:
+        if identity_configured():
+            st.caption(f"Signed in as {actor.label}")
+            st.button("Sign out", on_click=st.logout, key="sign_out")
+        elif _header_name() is None:
+            st.text_input(
+                "Your name",
+                key=NAME_KEY,
+                placeholder=actor.name,
+                help="Recorded with every decision you make (this network needs no sign-in).",
+            )
