@@ -279,6 +279,11 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
     if args.command == "validate":
         from haytham.validate import cli_main
 
+        if settings.secret("database_url") and not Path(args.target).exists():
+            from haytham.access import Action
+
+            with _service(settings) as svc:  # the shared session: only for who may open it
+                _acting(args, settings, svc).allow(Action.READ, args.target)
         with _validation_folder(args.target, settings) as (target, sessions_dir):
             return cli_main(
                 target,
