@@ -187,7 +187,16 @@ def test_founders_see_their_own_a_reviewer_decides_and_is_named(tmp_path) -> Non
                 expect(rita.get_by_role("heading", name="Run")).to_be_visible()
                 ada.goto(f"{app}/gate_1?session={mine}")
                 expect(ada.get_by_text("approved by Rita Reviewer")).to_be_visible()
+                # the founder's validation report (the Verdict page's download) names her too
+                ada.goto(f"{app}/verdict?session={mine}")
+                with ada.expect_download() as got:
+                    ada.get_by_role("button", name="Validation report (PDF)").click()
+                got.value.save_as(tmp_path / "downloaded.pdf")
                 browser.close()
+        shown = subprocess.run(
+            ["pdftotext", str(tmp_path / "downloaded.pdf"), "-"], capture_output=True, text=True
+        )
+        assert "approved by Rita Reviewer" in " ".join(shown.stdout.split())
 
         settings = load_settings(
             env={k: v for k, v in env.items() if k.startswith("HAYTHAM_")}, dotenv=None
