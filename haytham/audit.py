@@ -38,8 +38,9 @@ VERBS = {
     "export": "exported",
 }
 """How a record's action reads in pages, exports and PDFs."""
-NOT_DECISIONS = frozenset({"export"})
-"""Actions on the record that exports leave out of their "Decisions on record" list."""
+NOT_DECISIONS = frozenset({"export", "import"})
+"""Actions on the record that exports leave out of their "Decisions on record" list (and that
+stay in their store when a session moves)."""
 
 
 class Decision(BaseModel):

@@ -8,7 +8,9 @@ concurrently and two processes never work on one session at once.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -358,6 +360,13 @@ class Haytham:
                     with storage_errors(files):
                         app.step(inputs={"command": command})
                     files.append_event("gate_command", None, gate=gate, **command)
+                    self._record(
+                        str(command["kind"]),
+                        files.session_id,
+                        gate=gate,
+                        round_=gate_of(state.gates, phase_for_gate(gate)).round,
+                        **{k: v for k, v in command.items() if k != "kind"},
+                    )
                 messages.append(f"gate {gate} auto-approved")
                 continue
             with storage_errors(files):
@@ -493,7 +502,8 @@ class Haytham:
         if fmt == SESSION_FORMAT:
             files = self.store.open(session_id)
             with files.lock():  # a consistent copy: nothing writes meanwhile
-                made: str | bytes = json_text(dump_session(files)) + "\n"
+                bundle = dump_session(files) | {"decisions": self._carried(session_id)}
+                made: str | bytes = json_text(bundle) + "\n"
         else:
             record = audit.decisions(self.store, session_id=session_id)
             shown = [d.sentence for d in record if d.action not in audit.NOT_DECISIONS]
@@ -528,12 +538,26 @@ class Haytham:
         id. Refused, with nothing written, if the file is not one or the id is taken. The
         caller owns the imported session."""
         self.allow(Action.CREATE)
-        sid = load_session(self.store, read_bundle(path))
+        bundle = read_bundle(path)
+        sid = load_session(self.store, bundle)
         files = self.store.open(sid)
         meta = files.read_json("session.json", default={}) or {}
-        files.write_json("session.json", {**meta, "owner": self.actor.id})
+        if not isinstance(meta.get("owner"), str) or not self.can(Action.ADMIN):
+            files.write_json("session.json", {**meta, "owner": self.actor.id})
+        carried = bundle.get("decisions")  # the record travels with a session an admin moves
+        trusted = isinstance(carried, list) and self.can(Action.ADMIN)  # nobody else's forged
+        for line in carried if trusted else []:
+            with contextlib.suppress(ValueError):
+                if audit.Decision.model_validate_json(str(line)).session_id == sid:
+                    self.store.append_audit(str(line), sid, json.loads(line)["actor"])
         self._record("import", sid)
         return sid
+
+    def _carried(self, session_id: str) -> list[str]:
+        """The session's decision lines that travel in a ``session`` export (not the exports
+        and imports of the session itself: those belong to the store they happened in)."""
+        lines = self.store.audit_lines(session_id, None)
+        return [ln for ln in lines if json.loads(ln).get("action") not in audit.NOT_DECISIONS]
 
     # -- change requests -------------------------------------------------------------------------
     def propose_change(self, session_id: str, stage: str, request: str) -> Proposal:

@@ -6,6 +6,7 @@ every decision (folder store; the shared store's is in test_team.py)."""
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -290,3 +291,33 @@ def test_the_cli_in_team_mode_needs_an_issued_token() -> None:
     trusted = policy.model_copy(update={"trusted_network": True})
     assert cli_actor(trusted, token=None, user="bea", team=True).id == "bea"
     assert cli_actor(policy, token=None, user=None, team=False) == local_actor()
+
+
+def test_the_record_travels_with_a_session_an_admin_moves_never_a_founders(tmp_path) -> None:
+    source = make_service(replay_settings(tmp_path / "a"))
+    sid = source.create_session(POWER8_IDEA, session_id="moved")
+    bundle = tmp_path / "moved.json"
+    bundle.write_text(str(source.export(sid, "session")))
+    data = json.loads(bundle.read_text())
+    assert [json.loads(line)["action"] for line in data["decisions"]] == ["create"]
+
+    (tmp_path / "access.toml").write_text(POLICY)
+    target = make_service(replay_settings(tmp_path / "b", access_file=tmp_path / "access.toml"))
+    admin = target.acting_as(ACTORS["admin"])
+    admin.import_session(bundle)
+    assert [(d.action, d.actor) for d in admin.decisions(sid)] == [
+        ("create", local_actor().id),
+        ("import", "ann@example.org"),
+    ]
+    # a founder's bundle carries nothing into the record (it could say anything)
+    forged = json.loads(data["decisions"][0]) | {
+        "action": "approve",
+        "actor": "rita@example.org",
+        "session_id": "copied",
+    }
+    data["decisions"].append(json.dumps(forged))
+    data["files"]["session.json"] = data["files"]["session.json"].replace("moved", "copied")
+    bundle.write_text(json.dumps(data).replace('"moved"', '"copied"'))
+    ada = target.acting_as(ADA)
+    copied = ada.import_session(bundle)
+    assert [(d.action, d.actor) for d in ada.decisions(copied)] == [("import", "ada@example.org")]
