@@ -267,7 +267,7 @@ class PolicySource:
         self.path = path
         self.trusted_network = trusted_network
         self._guard = threading.Lock()
-        self._seen: tuple[int, int] | None = None
+        self._seen: tuple[int, ...] | None = None
         # without a file: nobody but the local user and the system on an untrusted network;
         # everyone, their names recorded, on a network the operator declared trusted
         self._policy = (
@@ -284,7 +284,7 @@ class PolicySource:
             raise ConfigError(
                 f"The access file {self.path} is missing; check HAYTHAM_ACCESS_FILE."
             ) from None
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)  # edited or replaced
         with self._guard:
             if stamp != self._seen:
                 found = load_policy(self.path)

@@ -321,3 +321,18 @@ def test_the_record_travels_with_a_session_an_admin_moves_never_a_founders(tmp_p
     ada = target.acting_as(ADA)
     copied = ada.import_session(bundle)
     assert [(d.action, d.actor) for d in ada.decisions(copied)] == [("import", "ada@example.org")]
+
+
+def test_the_operator_says_who_may_edit_the_anchor(world) -> None:
+    base, sid, tmp = world
+    ada, rita = base.acting_as(ADA), base.acting_as(ACTORS["assigned reviewer"])
+    path = tmp / "access.toml"
+    try:
+        path.write_text('anchor_editors = ["reviewer", "admin"]\n' + POLICY)
+        with pytest.raises(AccessDenied, match="may not edit the concept anchor here"):
+            ada.clarify(sid, "no-such", "1")
+        assert rita.can(Action.EDIT_ANCHOR, sid)
+        path.write_text('anchor_editors = ["founder"]\n' + POLICY)
+        assert ada.can(Action.EDIT_ANCHOR, sid) and not rita.can(Action.EDIT_ANCHOR, sid)
+    finally:
+        path.write_text(POLICY)
