@@ -33,8 +33,9 @@ $(VENV)/.local: $(VENV)/.base
 setup: $(VENV)/.base
 setup-local: $(VENV)/.local
 
-# Debian's Chromium for the real-browser tests (never a downloaded browser) and poppler-utils
-# (pdftotext, pdftoppm) for the PDF report tests; each is skipped, with why, where it is missing.
+# Debian's Chromium for the real-browser tests (never a downloaded browser), poppler-utils
+# (pdftotext, pdftoppm) for the PDF report tests and the npm package of the sign-in tests' local
+# OpenID Connect provider (tests/oidc/); each is skipped, with why, where it is missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian chromium for the browser tests"; \
@@ -45,6 +46,9 @@ browser:
 	  (apt-get install -y -qq poppler-utils >/dev/null \
 	   || (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null)) \
 	  || echo "could not install poppler-utils; the PDF report tests will be skipped"; }
+	@[ -d tests/oidc/node_modules/oidc-provider ] || { command -v npm >/dev/null 2>&1 \
+	  && npm ci --prefix tests/oidc --silent --no-audit --no-fund; } \
+	  || echo "no npm: the sign-in tests (a local OpenID Connect provider) will be skipped"
 
 run: $(VENV)/.local
 	@echo "Haytham on http://localhost:$(PORT) (local model: for trying the flow offline only)"

@@ -12,7 +12,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # lets pages import ``components`` however the app is started
     sys.path.insert(0, str(HERE))
 
-from components.context import backend, failures, selected_session  # noqa: E402 — path above
+from components.context import (  # noqa: E402 — path above
+    backend,
+    failures,
+    require_identity,
+    selected_session,
+)
 from components.notice import model_quality_notice  # noqa: E402
 
 # The session pages that get the model-quality notice from here, above their content (Run,
@@ -42,6 +47,7 @@ pages = {
     ],
 }
 
+require_identity()  # team mode: sign-in (or the refusal) before any page shows
 page = st.navigation(pages)
 with failures():  # a bug in a page shows one sentence (the traceback goes to the server log)
     if page.url_path in NOTICE_FROM_APP:

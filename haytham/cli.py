@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, help="sessions at once (HAYTHAM_WORKER_CONCURRENCY)")
     p.add_argument("--name", help="this worker's name in the logs and the jobs table")
     add("migrate", "create or update the shared database's tables (team deployment)")
+    p = add("audit", "the record of every decision: who did what, when, where (admins)")
+    p.add_argument("--session", dest="audit_session", metavar="ID", help="one session's record")
+    p.add_argument("--user", dest="audit_user", metavar="U", help="one user's decisions")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
     p = add("validate", "run the deterministic drift validators over a saved session")
     p.add_argument("target", help="session id or path to a session folder")
     p.add_argument("--json", action="store_true")
@@ -290,6 +294,11 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
     if args.command == "validate":
         from haytham.validate import cli_main
 
+        if settings.secret("database_url") and not Path(args.target).exists():
+            from haytham.access import Action
+
+            with _service(settings) as svc:  # the shared session: only for who may open it
+                _acting(args, settings, svc).allow(Action.READ, args.target)
         with _validation_folder(args.target, settings) as (target, sessions_dir):
             return cli_main(
                 target,
@@ -298,7 +307,22 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
                 validators=settings.validators,
             )
     with _service(settings) as svc:
-        return _session_cmd(args, settings, svc)
+        return _session_cmd(args, settings, _acting(args, settings, svc))
+
+
+def _acting(args: argparse.Namespace, settings: Settings, svc: Any) -> Any:
+    """The service acting as this command's user: the local user on one machine; in team mode
+    the user of ``HAYTHAM_TOKEN`` (or ``HAYTHAM_USER`` on a trusted network), refused in one
+    sentence without either. The operator's commands (migrate, worker) act as the system."""
+    from haytham.access import SYSTEM, cli_actor, local_actor
+
+    if not settings.secret("database_url"):
+        return svc
+    if args.command in ("migrate", "worker"):
+        return svc.acting_as(SYSTEM)
+    policy = svc.policy.current()
+    user = settings.user or (local_actor().id if policy.trusted_network else None)
+    return svc.acting_as(cli_actor(policy, token=settings.secret("token"), user=user, team=True))
 
 
 @contextlib.contextmanager
@@ -454,6 +478,9 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         print(terminal_safe(f"imported session {svc.import_session(args.file)}"))
     elif args.command == "migrate":
         print(terminal_safe(svc.migrate()))
+    elif args.command == "audit":
+        for d in svc.decisions(args.audit_session, args.audit_user):
+            print(terminal_safe(d.model_dump_json() if args.json else _audit_line(d)))
     elif args.command == "worker":
         try:
             from haytham.queue import run_worker
@@ -469,6 +496,15 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
         else:
             sys.stdout.write(terminal_safe(str(text)))
     return 0
+
+
+def _audit_line(d: Any) -> str:
+    """One decision as a line: when, who, what, which session and gate round, why."""
+    where = f"{d.session_id}" + (f" gate {d.gate} round {d.round}" if d.gate else "")
+    detail = "; ".join(f"{k}: {v}" for k, v in d.detail.items())
+    return f"{d.at}  {d.actor_label}  {d.action}  {where}  [{d.instance}]" + (
+        f"  {detail}" if detail else ""
+    )
 
 
 def read_answers_file(path: Path) -> list[str]:

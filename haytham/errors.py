@@ -109,6 +109,13 @@ class SessionNotFound(HaythamError):
     exit_code = 2
 
 
+class AccessDenied(HaythamError):
+    """The caller may not do this (their role, the session's owner, the four-eyes rule);
+    nothing was changed."""
+
+    exit_code = 4
+
+
 class SessionLocked(HaythamError):
     """Another process is working on this session."""
 

@@ -22,7 +22,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ def _overrides(state: SessionState) -> list[dict[str, Any]]:
     ]
 
 
-def to_json(state: SessionState) -> str:
+def to_json(state: SessionState, record: Sequence[str] = ()) -> str:
     dumped = state.dump()
     data = {
         k: dumped[k]
@@ -85,10 +85,12 @@ def to_json(state: SessionState) -> str:
         for c in stale_checks(state)
     ]
     data["open_questions"] = open_questions(state)
+    if record:
+        data["decision_record"] = list(record)
     return json_text(data) + "\n"
 
 
-def to_markdown(state: SessionState) -> str:
+def to_markdown(state: SessionState, record: Sequence[str] = ()) -> str:
     parts = [f"# Haytham specification — {state.session_id or ''}", ""]
     caveats = check_caveats(state)
     if caveats:
@@ -126,6 +128,8 @@ def to_markdown(state: SessionState) -> str:
                 parts.append(f"  - Invariants touched (code's check): {touched}")
                 parts += [f"    - {line}" for line in impact_lines(r.impact)]
                 parts += [f"    - Disagreement: {d}" for d in r.impact.disagreements()]
+    if record:  # who decided (haytham/audit.py)
+        parts += ["", "## Decisions on record", "", *(f"- {line}" for line in record)]
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
 
@@ -287,18 +291,20 @@ def to_csv(state: SessionState, flavour: str = "csv") -> str:
     )
 
 
-def export(state: SessionState, fmt: str) -> str | bytes:
-    """``state`` in ``fmt``: text, or PDF bytes for the two reports (:mod:`haytham.report`)."""
+def export(state: SessionState, fmt: str, record: Sequence[str] = ()) -> str | bytes:
+    """``state`` in ``fmt``: text, or PDF bytes for the two reports (:mod:`haytham.report`);
+    ``record``: the decision record's sentences (approved by … on …) for the reports, the
+    Markdown and the JSON."""
     if fmt not in FORMATS:
         raise InputError(f"Export format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     if fmt in BINARY:
         from haytham.report import report  # reportlab is imported only for a report
 
-        return report(state, "specification" if fmt == "pdf" else "validation")
+        return report(state, "specification" if fmt == "pdf" else "validation", record)
     if fmt == "markdown":
-        return to_markdown(state)
+        return to_markdown(state, record)
     if fmt == "json":
-        return to_json(state)
+        return to_json(state, record)
     if fmt == "competitors":
         return to_competitors_csv(state)
     return to_csv(state, fmt)

@@ -94,6 +94,21 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX IF NOT EXISTS {TABLE}_created_at_index ON {TABLE} (created_at);
     """,
+    # the decision record (haytham/audit.py): no foreign key, so a deleted session's record
+    # stays; the rules make it append-only (an UPDATE or DELETE changes nothing)
+    """
+    CREATE TABLE IF NOT EXISTS haytham_audit (
+        id BIGSERIAL PRIMARY KEY,
+        at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        session_id TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        line TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS haytham_audit_session ON haytham_audit (session_id, id);
+    CREATE INDEX IF NOT EXISTS haytham_audit_actor ON haytham_audit (lower(actor), id);
+    CREATE OR REPLACE RULE haytham_audit_no_update AS ON UPDATE TO haytham_audit DO INSTEAD NOTHING;
+    CREATE OR REPLACE RULE haytham_audit_no_delete AS ON DELETE TO haytham_audit DO INSTEAD NOTHING;
+    """,
 )
 _MIGRATION_LOCK = 0x48415954  # "HAYT": the advisory key migrations serialise on
 
@@ -509,6 +524,24 @@ class PgStore:
                 (PARTITION, session_id),
             )
             cur.execute("DELETE FROM haytham_sessions WHERE session_id = %s", (session_id,))
+
+    def append_audit(self, line: str, session_id: str, actor: str) -> None:
+        """Append one decision line to ``haytham_audit`` (see :mod:`haytham.audit`)."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "INSERT INTO haytham_audit (session_id, actor, line) VALUES (%s, %s, %s)",
+                (session_id, actor, line),
+            )
+
+    def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]:
+        """The decision lines, oldest first, of ``session_id`` and/or ``actor`` (None: all)."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT line FROM haytham_audit WHERE (%s IS NULL OR session_id = %s) "
+                "AND (%s IS NULL OR lower(actor) = lower(%s)) ORDER BY id",
+                (session_id, session_id, actor, actor),
+            )
+            return [str(r[0]) for r in cur.fetchall()]
 
     def close(self) -> None:
         self.db.close()

@@ -39,6 +39,7 @@ import procrastinate
 from procrastinate import exceptions as pexc
 from procrastinate.job_context import JobContext
 
+from haytham.access import SYSTEM, Action
 from haytham.errors import HaythamError, SessionLocked, SessionNotFound
 from haytham.pgstore import Database, PgStore
 from haytham.service import Haytham
@@ -63,13 +64,18 @@ _STATES: dict[str, JobState] = {
 }
 
 
-def advance(context: JobContext, session_id: str, label: str) -> None:
-    """The job: run ``session_id`` to its next gate (or the end) with this worker's service. A
-    failure is recorded in the session's events in one sentence (the UI shows it) and fails the
-    job; a session busy elsewhere (a reviewer's decision being written) is retried."""
-    service: Haytham = context.additional_context["service"]
+def advance(context: JobContext, session_id: str, label: str, queued_by: str | None = None) -> None:
+    """The job: run ``session_id`` to its next gate (or the end) with this worker's service,
+    acting as the system for ``queued_by`` (who asked for the run, checked when it was queued).
+    A failure is recorded in the session's events in one sentence (the UI shows it) and fails
+    the job; a session busy elsewhere (a reviewer's decision being written) is retried."""
+    service: Haytham = context.additional_context["service"].acting_as(SYSTEM.behalf(queued_by))
     job_id = context.job.id
     log.info("job %s: %s of %s", job_id, label, session_id)
+    with contextlib.suppress(HaythamError):  # who asked for this run, on the session's record
+        service.store.open(session_id).append_event(
+            "job_started", None, job=job_id, label=label, queued_by=queued_by
+        )
     try:
         service.run(session_id)
     except SessionLocked:
@@ -138,7 +144,7 @@ class QueuedRuns(RunWorker):
         self.app.close()
 
     def run(self, session_id: str, label: str = "run") -> Job:
-        self.service.check_session(session_id)
+        self.service.allow(Action.RUN, session_id)  # the worker runs it as the system
         current = self.job(session_id)
         if current is not None and current.alive:
             raise SessionLocked(
@@ -147,7 +153,7 @@ class QueuedRuns(RunWorker):
             )
         try:
             self.app.configure_task(TASK, lock=session_id, queueing_lock=session_id).defer(
-                session_id=session_id, label=label
+                session_id=session_id, label=label, queued_by=self.service.actor.id
             )
         except pexc.AlreadyEnqueued:
             raise SessionLocked(

@@ -546,8 +546,9 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
         )
 
 
-def report(state: SessionState, kind: str) -> bytes:
-    """The ``validation`` or ``specification`` report of ``state`` as PDF bytes."""
+def report(state: SessionState, kind: str, record: Sequence[str] = ()) -> bytes:
+    """The ``validation`` or ``specification`` report of ``state`` as PDF bytes; ``record``: the
+    decision record's sentences (who approved, rejected, overrode … when), listed last."""
     if kind not in REPORTS:
         raise InputError(f"A report is one of {', '.join(REPORTS)}, not {kind!r}.")
     if payload_of(state.outputs, VERDICT_STAGE.slug) is None:
@@ -574,4 +575,7 @@ def report(state: SessionState, kind: str) -> bytes:
         _stories(doc, state)
         _fidelity(doc, state)
         _decisions(doc, state)
+    if record:
+        doc.heading("Decisions on record")
+        doc.bullets(record)
     return doc.render(title, state.session_id or "")

@@ -8,6 +8,9 @@ concurrently and two processes never work on one session at once.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +18,10 @@ from typing import Any
 
 from burr.core import Application
 
+from haytham import audit
+from haytham.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
 from haytham.config import Settings
-from haytham.errors import GateError, InputError
+from haytham.errors import AccessDenied, GateError, HaythamError, InputError, SessionLocked
 from haytham.export import export, json_text
 from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
@@ -24,6 +29,7 @@ from haytham.intake import AGENT as INTAKE_ACTION
 from haytham.intake import IntakeRecord, clean_answers
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
+from haytham.notify import Notice, Notifier
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
@@ -53,7 +59,6 @@ from haytham.revise import (
     revisable,
     revised_state,
 )
-from haytham.schemas.anchor import reviewer_name
 from haytham.schemas.gate import Recheck
 from haytham.session_state import (
     cleared_state,
@@ -101,12 +106,18 @@ class Haytham:
         post_validator: PostValidator | None,
         models: ModelRuntime | None = None,
         tracking: bool = True,
+        actor: Actor | None = None,
     ) -> None:
         """Built by :func:`haytham.app.make_service`, which wires the verifiers and validators
         every session runs with; both are required here so that a service without them is
-        never built by accident."""
+        never built by accident. ``actor`` is who calls (default: the local user on one
+        machine; see :func:`haytham.access.default_actor`); :meth:`acting_as` binds another."""
         self.settings = settings
+        self.policy = PolicySource(settings.access_file, trusted_network=settings.trusted_network)
+        self.actor = actor or default_actor(settings, self.policy)
+        self._shared = False  # a view made by acting_as: closing it closes nothing
         self.store = open_store(settings)
+        self.notifier = Notifier.from_settings(settings)
         self._own_models = models is None
         self.models = models or ModelRuntime(settings)
         self.verifier_factory = verifier_factory
@@ -115,6 +126,8 @@ class Haytham:
         self.live = LiveCalls()  # calls streaming now, per session (for the UI's Run page)
 
     def close(self) -> None:
+        if self._shared:
+            return
         self.store.close()
         if self._own_models:
             self.models.close()
@@ -124,6 +137,57 @@ class Haytham:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- who calls (haytham/access.py) --------------------------------------------------------
+    def acting_as(self, actor: Actor) -> Haytham:
+        """This service (its store, models and live calls shared) acting for ``actor``: every
+        method checks what ``actor`` may do. Closing the view closes nothing."""
+        view = copy.copy(self)
+        view.actor = actor
+        view._shared = True
+        return view
+
+    def _refusal(self, action: Action, files: Session | None) -> str | None:
+        policy = self.policy.current()
+        if "admin" in policy.roles(self.actor):  # admins need no owner (nor a readable file)
+            return None
+        meta = files.read_json("session.json", default={}) if files is not None else None
+        owner = meta.get("owner") if isinstance(meta, dict) else None
+        return policy.refusal(self.actor, action, owner if isinstance(owner, str) else None)
+
+    def allow(self, action: Action, session_id: str | None = None) -> None:
+        """Raise :class:`AccessDenied` (one sentence, nothing changed) unless the caller may do
+        ``action`` to ``session_id`` (``None``: no session, e.g. starting one)."""
+        files = self.store.open(session_id) if session_id is not None else None
+        why = self._refusal(action, files)
+        if why:
+            raise AccessDenied(why)
+
+    def can(self, action: Action, session_id: str | None = None) -> bool:
+        """Whether :meth:`allow` would let the caller do ``action`` (for pages to reflect it)."""
+        try:
+            self.allow(action, session_id)
+        except AccessDenied:
+            return False
+        return True
+
+    def roles(self) -> list[str]:
+        """The caller's roles now (founder, reviewer, admin), for pages to show."""
+        return sorted(self.policy.current().roles(self.actor))
+
+    def _record(self, action: str, session_id: str, **detail: Any) -> None:
+        audit.record(self.store, self.actor, action, session_id, **detail)
+
+    def decisions(
+        self, session_id: str | None = None, user: str | None = None
+    ) -> list[audit.Decision]:
+        """The decision record: a session's (for whoever may open it), or everyone's and any
+        user's (admins only), oldest first."""
+        if session_id is not None and user is None and not self.can(Action.ADMIN):
+            self.allow(Action.READ, session_id)
+        else:  # everyone's, anyone's, and a deleted session's record
+            self.allow(Action.ADMIN)
+        return audit.decisions(self.store, session_id=session_id, user=user)
 
     # -- sessions -------------------------------------------------------------------------------
     def create_session(
@@ -136,6 +200,7 @@ class Haytham:
     ) -> str:
         """Validate everything first; only then create the folder. ``skip_intake`` (recorded in
         ``session.json``) starts at stage 1 without classifying the text."""
+        self.allow(Action.CREATE)
         text = validate_idea(idea)
         chosen = validate_appetite(appetite)
         sid = validate_session_id(session_id) if session_id else new_session_id(text)
@@ -145,6 +210,7 @@ class Haytham:
             files.write_json(
                 "session.json",
                 {"session_id": sid, "created_at": now(), "appetite": chosen, "schema_version": 1}
+                | {"owner": self.actor.on_behalf_of or self.actor.id}
                 | ({"skip_intake": True} if skip_intake else {}),
             )
             files.append_event(
@@ -153,13 +219,24 @@ class Haytham:
         except BaseException:  # nothing half-created: a session exists whole or not at all
             self.store.delete(sid)
             raise
+        self._record("create", sid)
         return sid
 
     def list_sessions(self) -> list[str]:
-        return self.store.list_ids()
+        """The sessions the caller may open (a founder's own, a reviewer's assigned ones)."""
+        found = []
+        for sid in self.store.list_ids():
+            try:
+                if not self._refusal(Action.READ, self.store.open(sid)):
+                    found.append(sid)
+            except HaythamError:  # a broken session: listed to those who need no owner
+                continue
+        return found
 
     def delete_session(self, session_id: str) -> None:
+        self.allow(Action.DELETE, session_id)
         self.store.delete(session_id)
+        self._record("delete", session_id)
 
     def _app(self, files: Session) -> Application:
         files.tidy()  # temp files of a process killed mid-write (we hold the lock)
@@ -195,6 +272,7 @@ class Haytham:
 
     def load_state(self, session_id: str) -> SessionState:
         """The latest persisted state without building the application (cheap, read-only)."""
+        self.allow(Action.READ, session_id)
         return load_state(self.store.open(session_id))
 
     # -- running ---------------------------------------------------------------------------------
@@ -202,6 +280,7 @@ class Haytham:
         self, session_id: str, *, until: int | None = None, auto_approve: bool = False
     ) -> Outcome:
         """Run until a gate needs a person (or ``until``), the end, or an error."""
+        self.allow(Action.RUN, session_id)
         check_provider(self.settings)
         files = self.store.open(session_id)
         with files.lock():
@@ -216,6 +295,7 @@ class Haytham:
         """Run a new session's intake step alone (the UI waits for it before starting the run
         in the background): ``waiting_intake`` or ``unrelated`` when it stops there; anything
         else means :meth:`run` goes on to stage 1. A session past intake is left as it is."""
+        self.allow(Action.RUN, session_id)
         files = self.store.open(session_id)
         with files.lock():
             app = self._app(files)
@@ -231,6 +311,40 @@ class Haytham:
             return Outcome(session_id, state.status, next_action=nxt.name if nxt else None)
 
     def _advance(
+        self, files: Session, app: Application, *, until: int | None, auto_approve: bool
+    ) -> Outcome:
+        """Run on (:meth:`_steps`), telling the assigned reviewers when the session stops at a
+        gate or fails (:mod:`haytham.notify`; never waits for the delivery)."""
+        try:
+            outcome = self._steps(files, app, until=until, auto_approve=auto_approve)
+        except (SessionLocked, AccessDenied):
+            raise
+        except Exception as exc:
+            self._tell(files, "failed", None, str(exc) if isinstance(exc, HaythamError) else "")
+            raise
+        if outcome.gate is not None:
+            self._tell(files, "gate", outcome.gate, "")
+        return outcome
+
+    def _tell(self, files: Session, event: str, gate: int | None, why: str) -> None:
+        if self.notifier is None:
+            return
+        try:
+            meta = files.read_json("session.json", default={}) or {}
+            owner = meta.get("owner") if isinstance(meta.get("owner"), str) else None
+            reviewers = tuple(self.policy.current().reviewers_of(owner))
+        except HaythamError:
+            owner, reviewers = None, ()
+        sid = files.session_id
+        text = (
+            f"Session {sid} waits at Gate {gate} · {phase_for_gate(gate).value} for a decision."
+            if gate is not None
+            else f"The run of session {sid} failed" + (f": {why}" if why else ".")
+        )
+        notice = Notice(event, sid, text, gate=gate, owner=owner, recipients=reviewers)  # type: ignore[arg-type]
+        self.notifier.send(notice)
+
+    def _steps(
         self, files: Session, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
         messages: list[str] = []
@@ -270,6 +384,13 @@ class Haytham:
                     with storage_errors(files):
                         app.step(inputs={"command": command})
                     files.append_event("gate_command", None, gate=gate, **command)
+                    self._record(
+                        str(command["kind"]),
+                        files.session_id,
+                        gate=gate,
+                        round_=gate_of(state.gates, phase_for_gate(gate)).round,
+                        **{k: v for k, v in command.items() if k != "kind"},
+                    )
                 messages.append(f"gate {gate} auto-approved")
                 continue
             with storage_errors(files):
@@ -302,6 +423,7 @@ class Haytham:
         or a missing one skips it; none at all skips them all): they become the "Founder's
         clarifications" section of the idea, and the run goes on to stage 1 (no second
         classification)."""
+        self.allow(Action.RUN, session_id)
         files = self.store.open(session_id)
         with files.lock():
             app = self._app(files)
@@ -329,6 +451,7 @@ class Haytham:
     ) -> Outcome:
         """Apply a reviewer's command at ``gate``; on approve/rework, run on to the next gate."""
         phase = phase_for_gate(gate)
+        self.allow(GATE_ACTIONS.get(str(command.get("kind")), Action.DECIDE), session_id)
         files = self.store.open(session_id)
         with files.lock():
             app = self._app(files)
@@ -338,11 +461,19 @@ class Haytham:
                 raise GateError(
                     f"Session {session_id} is not waiting at Gate {gate} (next step: {here})."
                 )
-            command = {**command, "by": command.get("by") or reviewer_name()}
-            apply_command(SessionState.of(app.state), phase, command)  # raises; changes nothing
+            command = {**command, "by": command.get("by") or self.actor.label}
+            before = SessionState.of(app.state)
+            apply_command(before, phase, command)  # raises; changes nothing
             with storage_errors(files):
                 app.step(inputs={"command": command})
             files.append_event("gate_command", None, gate=gate, **_public(command))
+            self._record(
+                str(command.get("kind")),
+                session_id,
+                gate=gate,
+                round_=gate_of(before.gates, phase).round,
+                **{k: v for k, v in command.items() if k not in ("kind", "by")},
+            )
             after = SessionState.of(app.state)
             if command.get("kind") in ("clarify", "clarify_all") and stale_checks(after, phase):
                 # the designed flow: the phase is re-checked against the clarified anchor
@@ -375,6 +506,7 @@ class Haytham:
         """Run the validators and the verifier again against the current anchor, for ``gate``'s
         phase or (without ``gate``) every phase whose checks are stale; no stage re-runs. The
         session stays where it is; the gate record logs the re-check."""
+        self.allow(Action.DECIDE, session_id)
         files = self.store.open(session_id)
         with files.lock():
             ensure_state(files)
@@ -395,7 +527,7 @@ class Haytham:
             check_provider(self.settings)
             stale = stale_checks(state)
             why = describe(stale) if stale else "asked by the reviewer"
-            new = self._recheck(files, phases, why=why, by=reviewer_name())
+            new = self._recheck(files, phases, why=why, by=self.actor.label)
         left = stale_checks(new)
         messages = [f"re-checked {', '.join(p.value for p in phases)}"]
         if left:
@@ -469,11 +601,12 @@ class Haytham:
 
     # -- reading ---------------------------------------------------------------------------------
     def status(self, session_id: str) -> dict[str, Any]:
+        self.allow(Action.READ, session_id)
         files = self.store.open(session_id)
         return session_status(files, load_state(files))
 
     def show(self, session_id: str, stage: str) -> str:
-        state = self.load_state(session_id)
+        state = self.load_state(session_id)  # checks the caller
         if stage == "anchor":
             if not state.anchor_text:
                 raise InputError(f"Session {session_id} has no concept anchor yet.")
@@ -487,15 +620,23 @@ class Haytham:
     def export(self, session_id: str, fmt: str) -> str | bytes:
         """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes), or
         ``session``: the whole session as one file for :meth:`import_session`."""
+        self.allow(Action.READ, session_id)
         if fmt == SESSION_FORMAT:
             files = self.store.open(session_id)
             with files.lock():  # a consistent copy: nothing writes meanwhile
-                return json_text(dump_session(files)) + "\n"
-        return export(self.load_state(session_id), fmt)
+                bundle = dump_session(files) | {"decisions": self._carried(session_id)}
+                made: str | bytes = json_text(bundle) + "\n"
+        else:
+            record = audit.decisions(self.store, session_id=session_id)
+            shown = [d.sentence for d in record if d.action not in audit.NOT_DECISIONS]
+            made = export(self.load_state(session_id), fmt, shown)
+        self._record("export", session_id, format=fmt)
+        return made
 
     def migrate(self) -> str:
         """Team deployment: bring the shared database's tables and the job queue's schema up to
         date (idempotent; app instances and workers also do it as they start)."""
+        self.allow(Action.ADMIN)
         url = self.settings.secret("database_url")
         if not url:
             raise InputError(
@@ -516,13 +657,35 @@ class Haytham:
 
     def import_session(self, path: Path) -> str:
         """Create a session from a ``--format session`` export (from either store); returns its
-        id. Refused, with nothing written, if the file is not one or the id is taken."""
-        return load_session(self.store, read_bundle(path))
+        id. Refused, with nothing written, if the file is not one or the id is taken. The
+        caller owns the imported session."""
+        self.allow(Action.CREATE)
+        bundle = read_bundle(path)
+        sid = load_session(self.store, bundle)
+        files = self.store.open(sid)
+        meta = files.read_json("session.json", default={}) or {}
+        if not isinstance(meta.get("owner"), str) or not self.can(Action.ADMIN):
+            files.write_json("session.json", {**meta, "owner": self.actor.id})
+        carried = bundle.get("decisions")  # the record travels with a session an admin moves
+        trusted = isinstance(carried, list) and self.can(Action.ADMIN)  # nobody else's forged
+        for line in carried if trusted else []:
+            with contextlib.suppress(ValueError):
+                if audit.Decision.model_validate_json(str(line)).session_id == sid:
+                    self.store.append_audit(str(line), sid, json.loads(line)["actor"])
+        self._record("import", sid)
+        return sid
+
+    def _carried(self, session_id: str) -> list[str]:
+        """The session's decision lines that travel in a ``session`` export (not the exports
+        and imports of the session itself: those belong to the store they happened in)."""
+        lines = self.store.audit_lines(session_id, None)
+        return [ln for ln in lines if json.loads(ln).get("action") not in audit.NOT_DECISIONS]
 
     # -- change requests -------------------------------------------------------------------------
     def propose_change(self, session_id: str, stage: str, request: str) -> Proposal:
         """An agent's proposed revision of ``stage`` for the founder's ``request``, with the
         diff code computed and the invariants it touches or would break. Changes nothing."""
+        self.allow(Action.CHANGE, session_id)
         text = " ".join(str(request).split())
         if not text:
             raise InputError("Say what should change: the change request is empty.")
@@ -564,6 +727,7 @@ class Haytham:
     ) -> Outcome:
         """Replace the stage's output with the proposal (a revision on the record) and re-run
         every later stage through the runner, verifiers and gates (to the next gate)."""
+        self.allow(Action.CHANGE, session_id)
         refused = refusal(proposal)
         if refused:
             raise GateError(refused)
@@ -604,6 +768,7 @@ class Haytham:
                 changes=proposal.changes,
                 impact=proposal.impact.model_dump(mode="json"),
             )
+            self._record("change_request", session_id, stage=spec.slug, request=proposal.request)
             Projector(files).project(new, position=spec.action, sequence_id=seq + 1)
             if not continue_run:
                 return Outcome(session_id, new.status, next_action=spec.action)
@@ -615,6 +780,7 @@ class Haytham:
     def clear_from(self, session_id: str, slug: str) -> Outcome:
         """Discard ``slug`` and everything after it; the next run starts at ``slug``."""
         spec = get_stage(slug)
+        self.allow(Action.CHANGE, session_id)
         files = self.store.open(session_id)
         with files.lock():
             ensure_state(files)
@@ -624,6 +790,7 @@ class Haytham:
             with storage_errors(files):
                 save_state(files, seq + 1, position, new)
             files.append_event("cleared_from", slug)
+            self._record("clear_from", session_id, stage=slug)
             Projector(files).project(new, position=position, sequence_id=seq + 1)
         return Outcome(session_id, new.status, next_action=spec.action)
 
@@ -634,6 +801,7 @@ class Haytham:
         in ``session.json`` as the parent pointer) and clears ``slug`` onwards.
         """
         spec = get_stage(slug)
+        self.allow(Action.CHANGE, session_id)
         source = self.store.open(session_id)
         with source.lock():
             state, seq = load_state_seq(source)
@@ -657,21 +825,24 @@ class Haytham:
             save_state(files, 0, position, new)
         files.append_event("forked", None, source=session_id, sequence_id=seq, from_stage=slug)
         Projector(files).project(new, position=position, sequence_id=0)
+        self._record("fork", session_id, stage=slug, new_session=sid)
         return sid
 
     # -- for the UI and CLI (read-only) ----------------------------------------------------------
     def check_session(self, session_id: str) -> None:
         """Raise :class:`SessionNotFound` unless the session exists (a malformed id raises
-        :class:`InputError`); reads nothing else."""
-        self.store.open(session_id)
+        :class:`InputError`), or :class:`AccessDenied` unless the caller may open it."""
+        self.allow(Action.READ, session_id)
 
     def updated_at(self, session_id: str) -> str:
         """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
+        self.allow(Action.READ, session_id)
         return self.store.open(session_id).updated_at()
 
     def live_call(self, session_id: str) -> LiveCall | None:
         """The model call this process is streaming for the session, with the output tokens
         received so far (estimated); ``None`` between calls or when another process runs it."""
+        self.allow(Action.READ, session_id)
         return self.live.get(session_id)
 
     @staticmethod
@@ -684,7 +855,7 @@ class Haytham:
         ``message``): what must be resolved or overridden before it can be approved. ``state`` is
         a loaded state, or a session id to load it from."""
         if isinstance(state, str):
-            state = self.load_state(state)
+            state = self.load_state(state)  # checks the caller
         return open_blocking(state, phase_for_gate(gate))
 
     def gate_history(self, session_id: str, gate: int) -> GateHistory:
@@ -693,6 +864,7 @@ class Haytham:
         overrides, clarifications, anchor edits and decisions, and each rework's before/after
         diff of the key items (see :mod:`haytham.history`). Read-only."""
         phase = phase_for_gate(gate)
+        self.allow(Action.READ, session_id)
         return gate_history(load_steps(self.store.open(session_id), phase), gate)
 
 

@@ -54,6 +54,7 @@ from haytham.storage import (
 
 SCHEMA_VERSION = 1
 TMP_SUFFIX = ".tmp"
+AUDIT_DIR = "_audit"  # the decision record (not a valid session id, so never listed)
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 SQLITE_FILES = ("state.db", "state.db-journal", "state.db-wal", "state.db-shm")
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
@@ -574,3 +575,44 @@ class SessionStore:
         files = self.open(session_id)
         with files.lock(check_links=False):  # rmtree removes links, never what they point to
             shutil.rmtree(files.root)
+
+    # -- the decision record (haytham/audit.py): append-only, outside every session ----------
+    def append_audit(self, line: str, session_id: str, actor: str) -> None:  # noqa: ARG002
+        """Append one decision line to ``_audit/decisions.jsonl`` (never through a link)."""
+        folder = self.root / AUDIT_DIR
+        path = folder / "decisions.jsonl"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _refuse_link(folder, str(folder))
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time across processes
+                _append_all(fd, f"{line}\n".encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise storage_error(path, exc) from None
+
+    def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]:
+        """The decision lines, oldest first, of ``session_id`` and/or ``actor`` (None: all)."""
+        path = self.root / AUDIT_DIR / "decisions.jsonl"
+        try:
+            fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise SessionCorrupt(str(path), exc.strerror or str(exc)) from None
+        with os.fdopen(fd, "rb") as fh:
+            text = fh.read().decode("utf-8", errors="replace")
+        found = []
+        for line in text.splitlines():
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if session_id is not None and data.get("session_id") != session_id:
+                continue
+            if actor is not None and str(data.get("actor", "")).lower() != actor.lower():
+                continue
+            found.append(line)
+        return found

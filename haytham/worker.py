@@ -10,6 +10,7 @@ and events), never from the thread.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from haytham.access import Action
 from haytham.errors import CassetteMiss, HaythamError, SessionLocked
 from haytham.progress import Estimate, session_provider, stage_estimates
 from haytham.revise import Proposal
@@ -121,6 +123,13 @@ class RunWorker:
         self._slots: dict[str, _Slot] = {}
         self._estimates: dict[str | None, tuple[float, dict[str, Estimate]]] = {}
 
+    def for_service(self, service: Haytham) -> RunWorker:
+        """This worker (its jobs shared) starting runs through ``service``: the same service
+        acting for another caller (:meth:`Haytham.acting_as`), whose checks then apply."""
+        view = copy.copy(self)
+        view.service = service
+        return view
+
     # -- starting ------------------------------------------------------------------------------
     def submit(self, session_id: str, label: str, fn: Callable[[], Outcome]) -> Job:
         """Start ``fn`` in a thread for ``session_id``; refuses while that session's job runs."""
@@ -144,6 +153,7 @@ class RunWorker:
 
     def run(self, session_id: str, label: str = "run") -> Job:
         """Run (or resume) ``session_id`` until the next gate, the end, or an error."""
+        self.service.allow(Action.RUN, session_id)  # refused now, not in the thread
         return self.submit(session_id, label, lambda: self.service.run(session_id))
 
     def revise(self, session_id: str, proposal: Proposal) -> Job:

@@ -54,9 +54,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(tmp_path: Path, cassette: Path = CASSETTE, **env: str) -> Iterator[str]:
-    """The app's URL, served with the replay provider from ``tmp_path`` (extra ``env`` vars)."""
-    port = _free_port()
+def served(
+    tmp_path: Path, cassette: Path = CASSETTE, port: int | None = None, **env: str
+) -> Iterator[str]:
+    """The app's URL, served with the replay provider from ``tmp_path`` (extra ``env`` vars;
+    ``port``: a port chosen beforehand, e.g. named in a sign-in redirect URI)."""
+    port = port or _free_port()
     env = {
         **os.environ,
         "HAYTHAM_PROVIDER": "replay",

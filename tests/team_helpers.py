@@ -71,6 +71,7 @@ def team_env(url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         "HAYTHAM_RETRY_DELAY": "0",
         "HAYTHAM_INTAKE": "off",
         "HAYTHAM_EMBEDDINGS": "off",
+        "HAYTHAM_TRUSTED_NETWORK": "on",  # no sign-in: the identity tests set their own
         **extra,
     }
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
 from components.safe_text import md, no_paths
+from components.signin import current_actor, show_identity
 
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, SessionNotFound
@@ -108,6 +109,17 @@ def backend() -> Backend:
     return _backend_for(chosen)
 
 
+def require_identity() -> None:
+    """In team mode, sign this browser session in (or refuse, in one sentence) before any page
+    draws; on one machine nothing happens (bad settings are left for the page to show)."""
+    try:
+        current = settings()
+    except HaythamError:
+        return
+    if current.secret("database_url"):
+        show_identity(current, backend().service.actor)
+
+
 def new_session_backend() -> Backend:
     """The service new sessions from this browser session start on: the provider chosen on the
     Model provider page, else the server's settings."""
@@ -128,7 +140,14 @@ def _backend_for(chosen: Settings | None) -> Backend:
     except HaythamError as exc:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()
-    return _backend(_cache_key(current), current)
+    cached = _backend(_cache_key(current), current)
+    try:  # every call of this browser session is checked for who signed in (haytham/access.py)
+        actor = current_actor(current, cached.service.policy.current().groups_claim)
+    except HaythamError as exc:
+        st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
+        st.stop()
+    view = cached.service.acting_as(actor)
+    return Backend(view, cached.worker.for_service(view))
 
 
 # -- the selected session (per tab) ------------------------------------------------------------

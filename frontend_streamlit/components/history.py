@@ -12,6 +12,7 @@ from datetime import datetime
 import streamlit as st
 from components.context import Backend, attempt
 from components.decision_panel import describe
+from components.decision_record import render_decision_record
 from components.safe_text import code, label, md, no_paths
 
 from haytham.history import Entry, FieldDiff, GateHistory, StageDiff
@@ -50,6 +51,7 @@ def render_history(b: Backend, sid: str, gate: int) -> None:
     for entry in history.entries:
         if entry.kind in CHANGES or len(entry.details) > INLINE_DETAILS:
             _details(entry)
+    render_decision_record(b, sid, gate)
 
 
 def _headline(history: GateHistory) -> str:

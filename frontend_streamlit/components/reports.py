@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from components.context import attempt
+from components.context import attempt, backend
 
+from haytham.audit import NOT_DECISIONS
 from haytham.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.stages import STORY_STAGE, VERDICT_STAGE, market_context
@@ -20,7 +21,12 @@ def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
     """A download button for one report; disabled, with why, until its stage has run."""
     title, needs = REPORTS[fmt]
     ready = needs.slug in state.outputs
-    data = attempt(lambda: export(state, fmt)) if ready else None
+    record = [  # who decided, as the CLI's export lists it (haytham/audit.py)
+        d.sentence
+        for d in (attempt(lambda: backend().service.decisions(sid)) or [])
+        if d.action not in NOT_DECISIONS
+    ]
+    data = attempt(lambda: export(state, fmt, record)) if ready else None
     st.download_button(
         title,
         data=data or b"",
