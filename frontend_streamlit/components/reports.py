@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 from components.context import attempt
+from components.safe_text import md
 
 from haytham.export import export
 from haytham.pipeline.state import SessionState, payload_of
@@ -59,7 +60,7 @@ def competitor_map(sid: str, state: SessionState) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption(
         "Click a column to sort. Risks and the scorecard cite these ids; switching cost is "
-        f"{market.switching_cost} overall. {market.switching_cost_note}"
+        f"{md(market.switching_cost)} overall. {md(market.switching_cost_note)}"
     )
     st.download_button(
         "Download the competitor map (CSV)",
