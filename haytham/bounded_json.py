@@ -54,8 +54,9 @@ class Caps:
 class _Reader:
     """Tokens of a UTF-8 byte stream, holding at most one pending token plus one chunk."""
 
-    def __init__(self, fh: BinaryIO, caps: Caps) -> None:
+    def __init__(self, fh: BinaryIO, caps: Caps, chunk: int) -> None:
         self.fh = fh
+        self.chunk = chunk
         self.caps = caps
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buf = ""
@@ -67,7 +68,7 @@ class _Reader:
         """Read one more chunk into the buffer (dropping what was consumed); False at the end."""
         if self.eof:
             return False
-        chunk = self.fh.read(CHUNK)
+        chunk = self.fh.read(self.chunk)
         self.read += len(chunk)
         if self.read > self.caps.max_bytes:
             raise OverCap(f"it is larger than {self.caps.max_bytes:,} bytes")
@@ -151,14 +152,14 @@ class _Frame:
     key: str = ""
 
 
-def load_bounded(fh: BinaryIO, caps: Caps) -> Any:
-    """The JSON value in the binary stream ``fh``, read chunk by chunk under ``caps``.
+def load_bounded(fh: BinaryIO, caps: Caps, *, chunk: int = CHUNK) -> Any:
+    """The JSON value in the binary stream ``fh``, read ``chunk`` bytes at a time under ``caps``.
 
     Raises:
         OverCap: a cap was broken (checked before the offending part is kept).
         NotJson: the stream is not one JSON value.
     """
-    reader = _Reader(fh, caps)
+    reader = _Reader(fh, caps, chunk)
     stack: list[_Frame] = []
     values = 0
 
@@ -232,6 +233,6 @@ def _step(frame: _Frame) -> str:
     return frame.key if isinstance(frame.container, dict) else ITEM
 
 
-def loads_bounded(text: str, caps: Caps) -> Any:
+def loads_bounded(text: str, caps: Caps, *, chunk: int = CHUNK) -> Any:
     """:func:`load_bounded` of a string already in memory (a member of a bundle)."""
-    return load_bounded(io.BytesIO(text.encode("utf-8")), caps)
+    return load_bounded(io.BytesIO(text.encode("utf-8")), caps, chunk=chunk)

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from haytham.errors import SessionCorrupt
 from haytham.pipeline.gates import open_blocking
 from haytham.pipeline.graph import gate_name, verify_name
-from haytham.pipeline.state import SessionState, state_from_row
+from haytham.pipeline.state import SessionState, check_row, state_from_row
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
 from haytham.schemas.revision import Revision
@@ -497,6 +497,7 @@ def load_steps(files: Session, phase: Phase) -> list[Step]:
     for row in files.state_rows(completed=True):
         try:
             data = row.state
+            check_row(data)  # nothing in it names code, whatever is picked below
             picked = {k: data[k] for k in _FIELDS if k in data}
             stages: tuple[str, ...] = ()
             for name in _PER_STAGE:

@@ -179,18 +179,42 @@ def _field_loader(name: str) -> tuple[Any, Any]:
         return {"json": adapter.dump_python(value, mode="json")}
 
     def load(value: Any, **_: Any) -> Any:
-        if isinstance(value, dict) and value.keys() == {"json"}:
-            value = value["json"]
-        elif isinstance(value, dict) and (serde.KEY in value or "__pydantic_class" in value):
-            raise UnknownStateData(
-                f"its field {name!r} names a type to load ({_shown(value.get(serde.KEY))})"
-            )
-        return adapter.validate_python(value)
+        return adapter.validate_python(_unwrapped(name, value))
 
     return dump, load
 
 
+def _unwrapped(name: str, value: Any) -> Any:
+    """A field's value without its ``{"json": ...}`` wrapper; refused if it is a type tag."""
+    inner = value["json"] if isinstance(value, dict) and value.keys() == {"json"} else value
+    if isinstance(inner, dict) and (serde.KEY in inner or "__pydantic_class" in inner):
+        raise UnknownStateData(
+            f"its field {name!r} names a type to load ({_shown(inner.get(serde.KEY))})"
+        )
+    return inner
+
+
 _SERDES = MappingProxyType({name: _field_loader(name) for name in SessionState.model_fields})
+
+
+def check_row(data: Mapping[str, Any]) -> None:
+    """Refuse a persisted row holding anything but :class:`SessionState`'s fields (each as
+    plain data, no type tag) and Burr's bookkeeping as plain values, without validating the
+    fields themselves (:func:`state_from_row` does both).
+
+    Raises:
+        UnknownStateData: with the reason, in words.
+    """
+    if not isinstance(data, Mapping):
+        raise UnknownStateData("the saved state is not a JSON object")
+    for key, raw in data.items():
+        if key in BURR_FIELDS:
+            if raw is not None and (isinstance(raw, bool) or not isinstance(raw, str | int)):
+                raise UnknownStateData(f"Burr's field {key!r} holds something other than a value")
+        elif key in _SERDES:
+            _unwrapped(key, raw)
+        else:
+            raise UnknownStateData(f"it holds a field Haytham does not know ({_shown(key)})")
 
 
 def state_from_row(data: Mapping[str, Any]) -> State:
@@ -199,25 +223,15 @@ def state_from_row(data: Mapping[str, Any]) -> State:
 
     Burr's generic serde resolves a class path found in the data (it would import any module
     a row names); here every field is validated against :class:`SessionState`'s type for it,
-    Burr's bookkeeping must be plain numbers or strings, and anything else is refused.
+    Burr's bookkeeping must be plain numbers or strings, and anything else is refused
+    (:func:`check_row`).
 
     Raises:
         UnknownStateData: a field outside :class:`SessionState`, or a type tag.
         ValueError: a known field does not validate (pydantic's ``ValidationError``).
     """
-    if not isinstance(data, Mapping):
-        raise UnknownStateData("the saved state is not a JSON object")
-    values: dict[str, Any] = {}
-    for key, raw in data.items():
-        if key in BURR_FIELDS:
-            if raw is not None and (isinstance(raw, bool) or not isinstance(raw, str | int)):
-                raise UnknownStateData(f"Burr's field {key!r} holds something other than a value")
-            values[key] = raw
-        elif key in _SERDES:
-            values[key] = _SERDES[key][1](raw)
-        else:
-            raise UnknownStateData(f"it holds a field Haytham does not know ({_shown(key)})")
-    return State(values)
+    check_row(data)
+    return State({k: v if k in BURR_FIELDS else _SERDES[k][1](v) for k, v in data.items()})
 
 
 def _register_serdes() -> None:
