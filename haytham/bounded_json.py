@@ -22,8 +22,13 @@ from typing import Any, BinaryIO
 CHUNK = 256 * 1024
 MAX_SCALAR = 400  # characters of one number or literal
 _WS = re.compile(r"[ \t\n\r]*")
-_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null")
-_PUNCT = frozenset("{}[],:")
+# blanks, then punctuation (1), a number: its integer part (2) and fraction or exponent (3), a
+# literal (4), or a string's opening quote
+_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:([{}\[\],:])|(-?(?:0|[1-9][0-9]*))((?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r'|(true|false|null)|")'
+)
+_LITERALS = {"true": True, "false": False, "null": None}
 ITEM = "[]"  # a list item's step in a path
 Path = tuple[str, ...]
 
@@ -85,18 +90,36 @@ class _Reader:
     def token(self) -> tuple[str, Any] | None:
         """The next token: ``("p", char)``, ``("s", text)`` or ``("v", value)``; None at the end."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
-            if self.pos < len(self.buf):
-                break
-            if not self.more():
-                return None
-        char = self.buf[self.pos]
-        if char in _PUNCT:
-            self.pos += 1
-            return ("p", char)
-        if char == '"':
+            found = _TOKEN.match(self.buf, self.pos)
+            if found is None:  # only blanks left, or a token cut by the chunk's end, or junk
+                rest = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+                if rest < len(self.buf) and len(self.buf) - rest >= len("false") or self.eof:
+                    if rest >= len(self.buf):
+                        return None
+                    raise NotJson(f"unexpected {self.buf[rest : rest + 10]!r}")
+                self.pos = rest
+                self.more()
+                continue
+            punct, whole, part, literal = found.groups()
+            if punct:
+                self.pos = found.end()
+                return ("p", punct)
+            if (
+                whole or literal
+            ):  # "1" before "1.5" or "1e-5" may be cut by the chunk's end: look 4 ahead
+                if len(self.buf) - found.end() <= 3 and not self.eof:
+                    if len(self.buf) - self.pos > MAX_SCALAR:
+                        raise OverCap(f"a number is longer than {MAX_SCALAR} characters")
+                    self.more()
+                    continue
+                self.pos = found.end()
+                if literal:
+                    return ("v", _LITERALS[literal])
+                if len(whole) + len(part) > MAX_SCALAR:
+                    raise OverCap(f"a number is longer than {MAX_SCALAR} characters")
+                return ("v", float(whole + part) if part else int(whole))
+            self.pos = found.end() - 1  # at the opening quote
             return ("s", self.string())
-        return ("v", self.scalar())
 
     def string(self) -> str:
         """The string starting at the buffer's position (its opening quote)."""
@@ -125,24 +148,6 @@ class _Reader:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
             raise NotJson(f"a string is not valid JSON ({exc.msg})") from None
-
-    def scalar(self) -> Any:
-        """The number, ``true``, ``false`` or ``null`` at the buffer's position."""
-        while True:
-            found = _SCALAR.match(self.buf, self.pos)
-            left = len(self.buf) - self.pos
-            if found is not None and (len(self.buf) - found.end() > 3 or self.eof):
-                break  # "1" before "1.5" or "1e-5" is cut from the next chunk: look 4 ahead
-            if found is None and (left >= len("false") or self.eof):
-                raise NotJson(f"unexpected {self.buf[self.pos : self.pos + 10]!r}")
-            if left > MAX_SCALAR:
-                raise OverCap(f"a number is longer than {MAX_SCALAR} characters")
-            self.more()
-        text = found.group()
-        if len(text) > MAX_SCALAR:
-            raise OverCap(f"a number is longer than {MAX_SCALAR} characters")
-        self.pos = found.end()
-        return json.loads(text)
 
 
 @dataclass

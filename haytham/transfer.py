@@ -35,14 +35,14 @@ VERSION = 1
 
 # Caps on a received bundle, checked while it streams in (docs/reliability.md gives the
 # measured cost of refusing one over them). A finished session's bundle is about 1.5 MB, 30
-# files, 70 events, 25 state rows and 12 levels deep.
+# files, 70 events, 25 state rows, 12 levels deep and 18,000 JSON values.
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 MAX_MEMBER_CHARS = 4 * 1024 * 1024  # one file, event line or string in a state row
 MAX_FILES = 400
 MAX_EVENTS = 100_000
 MAX_ROWS = 10_000
 MAX_DEPTH = 64
-MAX_VALUES = 4_000_000
+MAX_VALUES = 1_000_000
 
 # Files Haytham makes itself and never takes from a bundle: the state database is rebuilt from
 # the bundle's state rows, the event log from its events, the lock and journals are new.
