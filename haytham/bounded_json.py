@@ -154,6 +154,8 @@ class _Reader:
 class _Frame:
     container: dict[str, Any] | list[Any]
     path: Path
+    cap: int | None  # the most entries it may hold (``Caps.items``)
+    keyed: bool  # its keys go through ``Caps.check_key``
     key: str = ""
 
 
@@ -177,7 +179,7 @@ def load_bounded(fh: BinaryIO, caps: Caps, *, chunk: int = CHUNK) -> Any:
     def key_of(frame: _Frame, tok: tuple[str, Any]) -> None:
         if tok[0] != "s":
             raise NotJson("an object key is not a string")
-        if frame.path in caps.keyed and caps.check_key is not None:
+        if frame.keyed and caps.check_key is not None:
             caps.check_key(frame.path, tok[1])
         if need() != ("p", ":"):
             raise NotJson("a ':' is missing after an object key")
@@ -194,7 +196,9 @@ def load_bounded(fh: BinaryIO, caps: Caps, *, chunk: int = CHUNK) -> Any:
                 raise OverCap(f"it is nested deeper than {caps.max_depth} levels")
             parent = stack[-1] if stack else None
             path: Path = () if parent is None else (*parent.path, _step(parent))
-            frame = _Frame({} if item == "{" else [], path)
+            frame = _Frame(
+                {} if item == "{" else [], path, caps.items.get(path), path in caps.keyed
+            )
             stack.append(frame)
             tok = need()
             closer = "}" if item == "{" else "]"
@@ -218,9 +222,8 @@ def load_bounded(fh: BinaryIO, caps: Caps, *, chunk: int = CHUNK) -> Any:
                 frame.container[frame.key] = value
             else:
                 frame.container.append(value)
-            cap = caps.items.get(frame.path)
-            if cap is not None and len(frame.container) > cap:
-                raise OverCap(f"{'/'.join(frame.path)} holds more than {cap:,} entries")
+            if frame.cap is not None and len(frame.container) > frame.cap:
+                raise OverCap(f"{'/'.join(frame.path)} holds more than {frame.cap:,} entries")
             tok = need()
             closer = "}" if isinstance(frame.container, dict) else "]"
             if tok == ("p", ","):
