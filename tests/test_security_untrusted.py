@@ -118,6 +118,24 @@ def test_the_gate_history_refuses_a_row_naming_a_module(done, tmp_path, marker) 
     assert "names a type to load" in str(refused.value) and not marker.exists()
 
 
+def test_burrs_loader_reads_the_session_through_its_types_only(done, tmp_path, marker) -> None:
+    from haytham.errors import SessionCorrupt
+    from haytham.pipeline.persist import TypedPersister
+    from haytham.storage import PARTITION
+
+    root, sid = _copy(done, tmp_path)
+    with make_service(replay_settings(root)) as svc:
+        saver = TypedPersister(svc.store.open(sid))
+        assert saver.list_app_ids(PARTITION) == [sid]
+        loaded = saver.load(PARTITION, sid)
+        assert loaded is not None and SessionState.of(loaded["state"]).session_id == sid
+        assert saver.load(PARTITION, "another-session") is None
+        _poison_latest_row(root / "sessions" / sid / "state.db", ROW_ATTACKS["an unknown field"])
+        with pytest.raises(SessionCorrupt, match="does not know"):
+            saver.load(PARTITION, sid)
+    assert not marker.exists()
+
+
 def test_rows_written_by_haytham_load_unchanged(done) -> None:
     root, sid = done
     with make_service(replay_settings(root)) as svc:

@@ -158,6 +158,8 @@ def payload_of(outputs: Mapping[str, StageOutput], slug: str) -> Any:
 
 BURR_FIELDS = (PRIOR_STEP, SEQUENCE_ID)
 """Burr's own bookkeeping in a saved state: the step it stands at and its sequence number."""
+RETIRED_FIELDS = frozenset({"constraints"})
+"""Fields rows of earlier versions hold and nothing reads any more: dropped, never loaded."""
 
 
 class UnknownStateData(ValueError):
@@ -213,7 +215,7 @@ def check_row(data: Mapping[str, Any]) -> None:
                 raise UnknownStateData(f"Burr's field {key!r} holds something other than a value")
         elif key in _SERDES:
             _unwrapped(key, raw)
-        else:
+        elif key not in RETIRED_FIELDS:
             raise UnknownStateData(f"it holds a field Haytham does not know ({_shown(key)})")
 
 
@@ -231,7 +233,13 @@ def state_from_row(data: Mapping[str, Any]) -> State:
         ValueError: a known field does not validate (pydantic's ``ValidationError``).
     """
     check_row(data)
-    return State({k: v if k in BURR_FIELDS else _SERDES[k][1](v) for k, v in data.items()})
+    return State(
+        {
+            k: v if k in BURR_FIELDS else _SERDES[k][1](v)
+            for k, v in data.items()
+            if k not in RETIRED_FIELDS
+        }
+    )
 
 
 def _register_serdes() -> None:
