@@ -24,7 +24,7 @@ from typing import Any
 from haytham.bounded_json import Caps, NotJson, OverCap, load_bounded, loads_bounded
 from haytham.errors import InputError
 from haytham.pipeline.projection import SNAPSHOT
-from haytham.pipeline.state import SessionState, state_from_row
+from haytham.pipeline.state import SessionState, UnknownStateData, state_from_row
 from haytham.stages import BY_SLUG, STAGES, Phase
 from haytham.storage import StateRow, validate_session_id
 from haytham.store import SQLITE_FILES
@@ -189,7 +189,10 @@ def _check_parts(
         try:
             SessionState.of(state_from_row(row["state"]))
         except (ValueError, TypeError, RecursionError) as exc:
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, UnknownStateData):
+                why = exc.reason
+            else:
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InputError(
                 f"{shown} is refused: state row {row.get('sequence_id')!r} does not load as a "
                 f"session's state ({why}); nothing was imported."

@@ -164,7 +164,12 @@ RETIRED_FIELDS = frozenset({"constraints"})
 
 class UnknownStateData(ValueError):
     """A saved state holds something outside the product's own types (a field it does not know,
-    or a type tag naming code to load); it is refused, never loaded."""
+    or a type tag naming code to load); it is refused, never loaded. The message is the reason,
+    ending as a sentence ends."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}, so nothing in it was loaded.")
+        self.reason = reason
 
 
 def _shown(key: object) -> str:
