@@ -24,7 +24,10 @@ from components.notice import model_quality_notice  # noqa: E402
 # Stories and Fidelity show it under their title themselves).
 NOTICE_FROM_APP = {"gate_1", "gate_2", "gate_3", "gate_4", "verdict"}
 
-st.set_page_config(page_title="Haytham", page_icon=":material/lightbulb:", layout="wide")
+# A bundled image, served by the app itself: a Material or emoji icon makes the browser fetch
+# the favicon from an outside host on every page view (it leaks usage and fails offline).
+ICON = HERE / "static" / "icon.png"
+st.set_page_config(page_title="Haytham", page_icon=str(ICON), layout="wide")
 
 pages = {
     "Start": [

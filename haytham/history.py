@@ -23,14 +23,13 @@ from dataclasses import asdict, dataclass, replace
 from itertools import groupby
 from typing import Any, Literal
 
-from burr.core import State
 from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
 from haytham.impact import compute_impact, impact_lines
 from haytham.pipeline.gates import open_blocking
 from haytham.pipeline.graph import gate_name, verify_name
-from haytham.pipeline.state import SessionState
+from haytham.pipeline.state import SessionState, check_row, state_from_row
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import STALE_CHECKS, GateRecord
 from haytham.schemas.revision import Impact, Revision
@@ -551,6 +550,7 @@ def load_steps(files: Session, phase: Phase) -> list[Step]:
     for row in files.state_rows(completed=True):
         try:
             data = row.state
+            check_row(data)  # nothing in it names code, whatever is picked below
             picked = {k: data[k] for k in _FIELDS if k in data}
             stages: tuple[str, ...] = ()
             for name in _PER_STAGE:
@@ -559,8 +559,8 @@ def load_steps(files: Session, phase: Phase) -> list[Step]:
                     if name == "outputs":
                         stages = tuple(value)
                     picked[name] = {"json": {k: v for k, v in value.items() if k in slugs}}
-            state = SessionState.of(State.deserialize(picked))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            state = SessionState.of(state_from_row(picked))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             raise SessionCorrupt(files.state_label, str(exc)) from None
         steps.append(Step(row.sequence_id, row.position, state, _utc(row.created_at), stages))
     return steps

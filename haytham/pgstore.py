@@ -43,6 +43,7 @@ from haytham.storage import (
     TABLE,
     StateRow,
     event_line,
+    parse_json,
     row_inserts,
     state_query,
     state_row,
@@ -281,7 +282,7 @@ class PgSession:
         if found is None:
             return default
         try:
-            return json.loads(found)
+            return parse_json(found)
         except json.JSONDecodeError as exc:
             raise SessionCorrupt(self.where(rel), f"not valid JSON ({exc})") from None
 
@@ -360,7 +361,7 @@ class PgSession:
         out = []
         for n, line in enumerate(self.event_lines(), 1):
             try:
-                out.append(json.loads(line))
+                out.append(parse_json(line))
             except json.JSONDecodeError:
                 raise SessionCorrupt(self.where("events"), f"line {n} is not JSON") from None
         return out
@@ -444,7 +445,10 @@ class PgSession:
                 state_query("%s", mine=True, latest=latest, completed=completed),
                 (PARTITION, self.session_id),
             )
-            raw = cur.fetchall()
+            try:
+                raw = cur.fetchall()  # psycopg2 parses the JSON column
+            except RecursionError:
+                raise SessionCorrupt(self.state_label, "its state is nested too deeply") from None
         try:
             return [state_row(r) for r in raw]
         except (ValueError, TypeError) as exc:

@@ -3,8 +3,12 @@ phase has run, and the whole specification (plus scope, capabilities, design, st
 fidelity chart, overrides and reworks) once the stories exist.
 
 Built with reportlab's platypus (tables that wrap, page templates). Text is set in the bundled
-DejaVu Sans (``haytham/fonts``, Bitstream Vera licence), so any script the founder writes in
-prints; every string from a session is escaped before it becomes a paragraph's markup.
+DejaVu Sans (``haytham/fonts``, Bitstream Vera licence), with a fallback chain for the scripts it
+lacks: bundled Noto Sans fonts (SIL OFL) for the Indic scripts, Sinhala, Thai, Lao, Khmer,
+Myanmar and Ethiopic, then the PDF standard's CJK fonts (docs/reliability.md lists the scripts
+and the limits: reportlab does no complex shaping). Every string from a session is escaped
+before it becomes a paragraph's markup, and a long table cell continues on rows of its own, so
+an item of any length splits across pages.
 """
 
 from __future__ import annotations
@@ -62,6 +66,26 @@ VERDICT_COLOUR = {"GO": "#1e7b34", "NO-GO": "#b42318", "PIVOT": "#b54708"}
 # them); Hangul in the Korean one, everything else East Asian in the Chinese one (GB covers kana)
 KOREAN, EAST_ASIAN = "HYSMyeongJo-Medium", "STSong-Light"
 _HANGUL = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7A3))
+# scripts DejaVu Sans lacks, each in its bundled Noto Sans font (haytham/fonts/LICENSE-Noto),
+# tried in this order after DejaVu Sans and before the CJK fonts
+NOTO_SCRIPTS = (
+    "Devanagari",
+    "Bengali",
+    "Gurmukhi",
+    "Gujarati",
+    "Tamil",
+    "Telugu",
+    "Kannada",
+    "Malayalam",
+    "Sinhala",
+    "Thai",
+    "Lao",
+    "Khmer",
+    "Myanmar",
+    "Ethiopic",
+)
+CELL_LINES = 40  # a table cell taller than this continues on the next row (rows split pages)
+TEXT_WIDTH = A4[0] - 36 * mm  # between the margins
 
 
 def _fonts() -> None:
@@ -72,14 +96,29 @@ def _fonts() -> None:
     pdfmetrics.registerFont(TTFont(FONT, str(folder / "DejaVuSans.ttf")))
     pdfmetrics.registerFont(TTFont(BOLD, str(folder / "DejaVuSans-Bold.ttf")))
     pdfmetrics.registerFontFamily(FONT, normal=FONT, bold=BOLD, italic=FONT, boldItalic=BOLD)
+    for script in NOTO_SCRIPTS:
+        pdfmetrics.registerFont(
+            TTFont(f"Noto{script}", str(folder / f"NotoSans{script}-Regular.ttf"))
+        )
     pdfmetrics.registerFont(UnicodeCIDFont(KOREAN))
     pdfmetrics.registerFont(UnicodeCIDFont(EAST_ASIAN))
 
 
-def _font_for(char: str, covered: dict[int, Any]) -> str | None:
-    """``None`` where DejaVu Sans draws ``char``, else the CJK font that does."""
+def _chain() -> list[tuple[str | None, dict[int, Any]]]:
+    """The fonts tried for a character, in order, with the characters each draws (``None``
+    for DejaVu Sans, the paragraph's own font)."""
+    fonts: list[str | None] = [None, *(f"Noto{s}" for s in NOTO_SCRIPTS)]
+    return [(f, pdfmetrics.getFont(f or FONT).face.charToGlyph) for f in fonts]
+
+
+def _font_for(char: str, chain: list[tuple[str | None, dict[int, Any]]]) -> str | None:
+    """The first font of the chain that draws ``char`` (``None``: DejaVu Sans), else for East
+    Asian text the CJK font that does."""
     code = ord(char)
-    if code in covered or code < 0x2E80:
+    for font, covered in chain:
+        if code in covered:
+            return font
+    if code < 0x2E80:
         return None
     return KOREAN if any(lo <= code <= hi for lo, hi in _HANGUL) else EAST_ASIAN
 
@@ -137,7 +176,13 @@ class _Doc:
         if not rows:
             return
         data = [[Paragraph(_markup(h), self.cell_head) for h in header]] if head else []
-        data += [[Paragraph(_markup(_plain(c)), self.cell) for c in row] for row in rows]
+        cols = [w * mm for w in widths] if widths else [TEXT_WIDTH / len(header)] * len(header)
+        for row in rows:  # a long cell goes on over rows of its own: a table splits between rows
+            pieces = [_pieces(_plain(c), w) for c, w in zip(row, cols, strict=False)]
+            for n in range(max(len(p) for p in pieces)):
+                data.append(
+                    [Paragraph(_markup(p[n] if n < len(p) else ""), self.cell) for p in pieces]
+                )
         table = Table(
             data,
             colWidths=[w * mm for w in widths] if widths else None,
@@ -192,13 +237,39 @@ def _plain(value: Any) -> str:
     return terminal_safe(str(getattr(value, "value", value))).strip()
 
 
+def _pieces(text: str, width: float) -> list[str]:
+    """``text`` cut into pieces that each fit :data:`CELL_LINES` lines of a column ``width``
+    points wide (counting every character as wide as a CJK one, so any script fits), at line
+    breaks or spaces where it has them (a longer word is cut inside)."""
+    per_line = max(1, int((width - 12) / 8))  # 6 pt padding each side; 8 pt text
+    budget = per_line * CELL_LINES
+    pieces: list[str] = []
+    lines: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        while len(line) > budget:
+            cut = line.rfind(" ", 0, budget + 1)
+            cut = cut if cut > 0 else budget
+            pieces += ["\n".join(lines)] if lines else []
+            lines, used = [], 0
+            pieces.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+        cost = max(1, -(-len(line) // per_line))
+        if lines and used + cost > CELL_LINES:
+            pieces.append("\n".join(lines))
+            lines, used = [], 0
+        lines.append(line)
+        used += cost
+    return [*pieces, "\n".join(lines)]
+
+
 def _markup(text: str) -> str:
-    """Session text as paragraph markup: escaped, line breaks kept, and runs of characters
-    DejaVu Sans lacks (Chinese, Japanese, Korean) set in a CJK font."""
-    covered = pdfmetrics.getFont(FONT).face.charToGlyph
+    """Session text as paragraph markup: escaped, line breaks kept, and each run of characters
+    DejaVu Sans lacks set in the first font of the fallback chain that draws it."""
+    chain = _chain()
     runs: list[tuple[str | None, str]] = []
     for char in text:
-        font = _font_for(char, covered)
+        font = _font_for(char, chain)
         if runs and runs[-1][0] == font:
             runs[-1] = (font, runs[-1][1] + char)
         else:

@@ -17,7 +17,7 @@ from burr.core import State
 from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
-from haytham.pipeline.state import RunStatus, SessionState
+from haytham.pipeline.state import RunStatus, SessionState, state_from_row
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
 from haytham.storage import PARTITION, Session
 
@@ -66,8 +66,8 @@ def _latest_row(files: Session, *, other_than: str | None = None) -> _Row | None
         return None
     row = rows[0]
     try:
-        state = SessionState.of(State.deserialize(row.state))
-    except (ValueError, TypeError, KeyError) as exc:
+        state = SessionState.of(state_from_row(row.state))
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise SessionCorrupt(files.state_label, str(exc)) from None
     return _Row(row.app_id, state, row.position, row.sequence_id, row.status)
 

@@ -140,11 +140,20 @@ def row_inserts(
 def state_row(raw: tuple[Any, ...]) -> StateRow:
     """A row of :func:`state_query` (the state as text in SQLite, as JSON in PostgreSQL)."""
     app_id, seq, position, state, status, created = raw
-    data = json.loads(state) if isinstance(state, str | bytes) else state
+    data = parse_json(state) if isinstance(state, str | bytes) else state
     if not isinstance(data, dict):
         raise ValueError("the state is not a JSON object")
     stamp = created.isoformat(sep=" ") if isinstance(created, datetime) else created
     return StateRow(str(app_id), int(seq), str(position), data, str(status), stamp)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads``, where nesting too deep for the parser is a ``JSONDecodeError`` like any
+    other bad JSON (never a ``RecursionError``)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
 
 
 def now() -> str:

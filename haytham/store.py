@@ -46,6 +46,7 @@ from haytham.storage import (
     TABLE,
     StateRow,
     event_line,
+    parse_json,
     row_inserts,
     state_query,
     state_row,
@@ -298,7 +299,7 @@ class SessionFiles:
         if raw is None:
             return default
         try:
-            return json.loads(raw.decode("utf-8"))
+            return parse_json(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SessionCorrupt(str(self.root / rel), f"not valid JSON ({exc})") from None
 
@@ -457,7 +458,7 @@ class SessionFiles:
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                out.append(parse_json(line))
             except json.JSONDecodeError:
                 # A torn last line after a crash is skipped; anything earlier is corruption.
                 if n < len(lines):

@@ -8,7 +8,10 @@ against its own copy of a prepared session, and checks an outcome a user can see
 code, one message and no traceback, the bytes of a file outside the session, what the exports
 and the terminal output contain, what ``resume`` re-runs. Classes: bad ids, symlinks, corrupt or
 missing session files, model text carrying terminal escapes, spreadsheet formulas and table
-breakers (through a cassette), provider errors that echo credentials, and huge or odd inputs.
+breakers (through a cassette), provider errors that echo credentials, huge or odd inputs, and
+received data (issue 29): state rows naming code, import bundles over the caps, PDFs of long
+items and many scripts, pages of a session whose every string holds an image, a link and HTML,
+and assets fetched from outside hosts.
 It prints one line per attack and ``passed N/M``; the exit code is 0 only when all pass.
 """
 
@@ -681,6 +684,230 @@ EXPORT_TARGETS: dict[str, Callable[[Lab, Path], Path]] = {
 }
 for label, where in EXPORT_TARGETS.items():
     attack("input", f"export --output to {label} fails with one sentence")(_export_to(where))
+
+
+# -- received data (issue 29): data never names code, bounded import, safe pages and PDFs ------
+MARKER_MODULE = "haytham_attack_marker"
+
+
+@contextlib.contextmanager
+def _marker_module(lab: Lab) -> Iterator[Path]:
+    """A module on ``sys.path`` that writes a flag file when imported; yields the flag."""
+    lab.counter += 1
+    folder = lab.scratch / f"mods-{lab.counter}"
+    folder.mkdir()
+    flag = folder / "imported.txt"
+    (folder / f"{MARKER_MODULE}.py").write_text(
+        f"from pathlib import Path\nPath({str(flag)!r}).write_text('imported')\n",
+        encoding="utf-8",
+    )
+    sys.path.insert(0, str(folder))
+    sys.modules.pop(MARKER_MODULE, None)
+    try:
+        yield flag
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(MARKER_MODULE, None)
+
+
+CODE_TAG = {"__burr_serde__": "pydantic", "__pydantic_class": f"{MARKER_MODULE}.M"}
+
+
+def _row_names_code(command: tuple[str, ...]) -> Callable[[Lab], None]:
+    def run(lab: Lab) -> None:
+        sessions, folder = lab.fresh("gate-1")
+        conn = sqlite3.connect(folder / "state.db")
+        with conn:
+            seq, text = conn.execute(
+                "SELECT sequence_id, state FROM burr_state ORDER BY sequence_id DESC LIMIT 1"
+            ).fetchone()
+            row = {**json.loads(text), "extra": CODE_TAG}
+            conn.execute(
+                "UPDATE burr_state SET state = ? WHERE sequence_id = ?", (json.dumps(row), seq)
+            )
+        conn.close()
+        with _marker_module(lab) as flag:
+            res = lab.cli(sessions, *command)
+        clean_failure(res)
+        check(not flag.exists(), f"{command[0]} imported the module a state row named")
+
+    return run
+
+
+for _cmd in (("status", SID), ("export", SID), ("resume", SID, "--quiet")):
+    attack("untrusted state", f"{_cmd[0]} of a state row naming a module imports nothing")(
+        _row_names_code(_cmd)
+    )
+
+
+def _bundle(lab: Lab) -> dict[str, Any]:
+    sessions, _ = lab.fresh("gate-1")
+    res = lab.cli(sessions, "export", SID, "--format", "session")
+    check(res.code == 0, f"export --format session failed: {res.err[-200:]}")
+    return json.loads(res.out)
+
+
+def _refused_bundle(
+    make: Callable[[dict[str, Any]], dict[str, Any] | str],
+) -> Callable[[Lab], None]:
+    def run(lab: Lab) -> None:
+        data = make(_bundle(lab))
+        lab.counter += 1
+        path = lab.scratch / f"bundle-{lab.counter}.json"
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+        target = lab.empty()
+        started = time.monotonic()
+        with _marker_module(lab) as flag:
+            res = lab.cli(target, "import", str(path))
+        took = time.monotonic() - started
+        clean_failure(res)
+        check(not tree_bytes(target), "a refused bundle left files behind")
+        check(not flag.exists(), "the import loaded the module a bundle named")
+        check(took < 30, f"refusing the bundle took {took:.0f} s")
+
+    return run
+
+
+def _with_files(extra: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda b: {**b, "files": {**b["files"], **extra}}
+
+
+def _row_tagged(b: dict[str, Any]) -> dict[str, Any]:
+    b["state"][-1]["state"]["outputs"] = CODE_TAG
+    return b
+
+
+BAD_BUNDLES: dict[str, Callable[[dict[str, Any]], dict[str, Any] | str]] = {
+    "60,000 files": lambda b: {**b, "files": {f"f{n}.md": "" for n in range(60_000)}},
+    "a 5 MiB member": _with_files({"idea.md": "x" * (5 * 2**20)}),
+    "200,000 nested brackets": lambda b: (
+        json.dumps(b)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    ),
+    "a member nested 100,000 deep": _with_files({"gates.json": "[" * 100_000}),
+    "a text member named state.db": _with_files({"state.db": "not a database"}),
+    "a member named .lock": _with_files({".lock": "1"}),
+    "a member outside the session": _with_files({"../../outside.md": "x"}),
+    "a state row naming a module": _row_tagged,
+}
+for _label, _make in BAD_BUNDLES.items():
+    attack("import bounds", f"import refuses {_label}, quickly, writing nothing")(
+        _refused_bundle(_make)
+    )
+
+
+def _rewrite_state(folder: Path, change: Callable[[Any], Any]) -> None:
+    """Save ``change(state)`` as the session's next step (as a run would have)."""
+    from haytham.session_state import load_state_seq, save_state
+    from haytham.store import SessionStore
+
+    files = SessionStore(folder.parent).open(folder.name)
+    state, seq = load_state_seq(files)
+    row = files.state_rows(latest=True)[0]
+    save_state(files, seq + 1, row.position, change(state), row.status)
+
+
+SCRIPT_SENTENCES = (
+    "This is a test sentence.",
+    "यह एक परीक्षण वाक्य है",
+    "এটি একটি পরীক্ষা বাক্য",
+    "இது ஒரு சோதனை வாக்கியம்",
+    "นี่คือประโยคทดสอบ",
+    "ይህ የሙከራ ዓረፍተ ነገር ነው",
+    "这是一个测试句子",
+    "이것은 테스트 문장입니다",
+)
+
+
+def _pdf_text(lab: Lab, sessions: Path) -> str:
+    lab.counter += 1
+    out = lab.scratch / f"spec-{lab.counter}.pdf"
+    res = lab.cli(sessions, "export", SID, "--format", "pdf", "--output", str(out))
+    check(res.code == 0, f"the PDF export failed: {res.err[-300:]}")
+    if not shutil.which("pdftotext"):
+        return ""
+    import subprocess
+
+    return subprocess.run(
+        ["pdftotext", str(out), "-"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@attack("pdf", "a 5,000-word scope item exports to a PDF that holds all of it")
+def _long_item_pdf(lab: Lab) -> None:
+    from haytham.stages import mvp_scope
+
+    sessions, folder = lab.fresh()
+    words = " ".join(f"w{i}" for i in range(5000))
+
+    def longer(state: Any) -> Any:
+        out = state.outputs[mvp_scope.SPEC.slug]
+        payload = out.payload.model_dump()
+        payload["in_scope"][0]["title"] = words
+        outputs = {**state.outputs}
+        outputs[mvp_scope.SPEC.slug] = out.model_copy(
+            update={"payload": type(out.payload).model_validate(payload)}
+        )
+        return state.model_copy(update={"outputs": outputs})
+
+    _rewrite_state(folder, longer)
+    text = " ".join(_pdf_text(lab, sessions).split())
+    check(not text or ("w0" in text and "w4999" in text), "the long item lost words")
+
+
+@attack("pdf", "a sentence in each of 8 scripts comes back out of the PDF")
+def _scripts_pdf(lab: Lab) -> None:
+    sessions, folder = lab.fresh()
+    _rewrite_state(folder, lambda s: s.model_copy(update={"idea": "\n".join(SCRIPT_SENTENCES)}))
+    text = _pdf_text(lab, sessions)
+    lost = [s for s in SCRIPT_SENTENCES if text and s not in text]
+    check(not lost, f"printed as boxes or lost: {lost}")
+
+
+@attack("ui text", "every page of a session whose every string holds an image, a link and HTML")
+def _ui_everywhere(lab: Lab) -> None:
+    from test_ui_injection import live, rendered
+    from test_ui_support import app
+    from untrusted_helpers import poison_session
+
+    from haytham.store import SessionStore
+
+    sessions, folder = lab.fresh()
+    poison_session(SessionStore(sessions).open(SID))
+    keep = dict(os.environ)
+    os.environ.update({"HAYTHAM_SESSIONS_DIR": str(sessions), "HAYTHAM_PROVIDER": "replay"})
+    os.environ["HAYTHAM_CASSETTE"] = str(lab.cassette)
+    try:
+        for page in ("verdict", "gate_1", "gate_2", "gate_3", "gate_4", "stories", "fidelity"):
+            at = app(SID, f"views/{page}.py")
+            check(not at.exception, f"{page}: {at.exception}")
+            found = [live(b) for b in rendered(at) if live(b)]
+            check(not found, f"{page} renders live Markdown: {found[:3]}")
+    finally:
+        os.environ.clear()
+        os.environ.update(keep)
+
+
+@attack("outside requests", "the page icon and the app's assets are files the app serves")
+def _local_assets(lab: Lab) -> None:
+    import ast
+
+    app_py = ROOT / "frontend_streamlit" / "app.py"
+    tree = ast.parse(app_py.read_text(encoding="utf-8"))
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "set_page_config"
+    ]
+    check(len(calls) == 1, "the app sets its page config once")
+    icon = next((k.value for k in calls[0].keywords if k.arg == "page_icon"), None)
+    check(icon is not None, "no page icon: Streamlit picks an emoji, fetched from a CDN")
+    check(
+        not (isinstance(icon, ast.Constant) and isinstance(icon.value, str)),
+        "the page icon is a Material or emoji name, which the browser fetches from a font host",
+    )
+    check((ROOT / "frontend_streamlit" / "static" / "icon.png").is_file(), "the icon is missing")
+    config = (ROOT / "frontend_streamlit" / ".streamlit" / "config.toml").read_text("utf-8")
+    check("http" not in config, "the Streamlit config names an outside address")
 
 
 # -- running ---------------------------------------------------------------------------------------

@@ -14,6 +14,11 @@ def test_at_least_fifty_attacks_in_every_class() -> None:
     assert kinds >= {"bad id", "symlink", "corrupt file", "model text", "export"} | {
         "credentials",
         "input",
+        "untrusted state",
+        "import bounds",
+        "pdf",
+        "ui text",
+        "outside requests",
     }
 
 

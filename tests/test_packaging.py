@@ -75,6 +75,8 @@ def test_a_wheel_install_runs_a_replay_session_outside_the_repository(tmp_path: 
     assert outcome["status"] == "done"
     assert len(list((work / "sessions" / "wheel" / "stages").glob("*/output.json"))) == 10
     assert (site / "haytham" / "fonts" / "DejaVuSans.ttf").is_file()
+    assert (site / "haytham" / "fonts" / "NotoSansDevanagari-Regular.ttf").is_file()
+    assert (site / "haytham" / "fonts" / "LICENSE-Noto").is_file()  # the fonts' OFL ships too
     pdf = work / "spec.pdf"
     export = subprocess.run(
         [sys.executable, "-m", "haytham.cli", "export", "wheel", "--format", "pdf"]

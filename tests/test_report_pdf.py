@@ -133,3 +133,61 @@ def test_nothing_to_report_before_the_validation_summary(tmp_path) -> None:
         report(state, "validation")
     with pytest.raises(InputError, match="validation, specification"):
         report(state, "summary")
+
+
+# one sentence per script; pdftotext must give each back as written
+SCRIPTS = {
+    "Latin": "This is a test sentence, café.",
+    "Devanagari": "यह एक परीक्षण वाक्य है",
+    "Bengali": "এটি একটি পরীক্ষা বাক্য",
+    "Tamil": "இது ஒரு சோதனை வாக்கியம்",
+    "Thai": "นี่คือประโยคทดสอบ",
+    "Ethiopic": "ይህ የሙከራ ዓረፍተ ነገር ነው",
+    "Chinese": "这是一个测试句子",
+    "Korean": "이것은 테스트 문장입니다",
+}
+# right-to-left scripts: reportlab draws their letters in the order written, left to right and
+# unjoined (no bidi, no shaping; docs/reliability.md), so pdftotext reads them back reversed
+RTL = {"Arabic": "هذه جملة اختبار", "Hebrew": "זה משפט בדיקה"}
+
+
+def test_a_sentence_in_each_script_comes_back_out_of_the_pdf(finished, tmp_path) -> None:
+    root, sid = finished
+    with make_service(replay_settings(root)) as svc:
+        state = svc.load_state(sid)
+    idea = "\n".join([*SCRIPTS.values(), *RTL.values()])
+    out = tmp_path / "scripts.pdf"
+    out.write_bytes(report(state.model_copy(update={"idea": idea}), "specification"))
+    text = _text(out)
+    missing = [script for script, sentence in SCRIPTS.items() if sentence not in text]
+    assert not missing, missing
+    for script, sentence in RTL.items():
+        assert sentence[::-1] in text, script  # every letter drawn, none a box
+    fonts = subprocess.run(["pdffonts", str(out)], capture_output=True, text=True).stdout
+    assert "NotoSansDevanagari" in fonts and "NotoSansEthiopic" in fonts  # embedded, bundled
+
+
+def test_an_item_of_5000_words_splits_across_pages(finished, tmp_path) -> None:
+    from haytham.stages import mvp_scope, risk_assessment
+
+    root, sid = finished
+    with make_service(replay_settings(root)) as svc:
+        state = svc.load_state(sid)
+    words = " ".join(f"w{i}" for i in range(5000))
+    outputs = dict(state.outputs)
+    for spec, field in ((mvp_scope.SPEC, "in_scope"), (risk_assessment.SPEC, "risks")):
+        out = outputs[spec.slug]
+        payload = out.payload.model_dump()
+        item = payload[field][0]
+        for key, value in item.items():  # every text field of the first item
+            if isinstance(value, str) and key != "id" and value not in ("low", "medium", "high"):
+                item[key] = words
+        outputs[spec.slug] = out.model_copy(
+            update={"payload": type(out.payload).model_validate(payload)}
+        )
+    long = state.model_copy(update={"outputs": outputs, "idea": words})
+    pdf = tmp_path / "long.pdf"
+    pdf.write_bytes(report(long, "specification"))
+    text = " ".join(_text(pdf).split())
+    assert all(f"w{i}" in text for i in (0, 1234, 2500, 4999))
+    assert len(_pages_to_png(pdf, tmp_path)) > 10

@@ -213,6 +213,44 @@ def test_import_refuses_what_is_not_a_session_export_and_writes_nothing(db, tmp_
     assert svc.list_sessions() == []
 
 
+def test_a_shared_database_row_naming_a_module_is_refused_and_imports_nothing(
+    db, tmp_path, monkeypatch
+) -> None:
+    """A row of the shared ``burr_state`` naming a class path: status, export and resume refuse
+    it in one sentence and the module (which writes a marker when imported) never loads."""
+    import psycopg2
+
+    from haytham.errors import SessionCorrupt
+
+    mods, flag = tmp_path / "mods", tmp_path / "imported.txt"
+    mods.mkdir()
+    (mods / "haytham_team_marker.py").write_text(
+        f"from pathlib import Path\nPath({str(flag)!r}).write_text('imported')\n", "utf-8"
+    )
+    monkeypatch.syspath_prepend(str(mods))
+    svc = _service(db, tmp_path)
+    sid = svc.create_session(IDEA)
+    svc.run(sid, until=1)
+    tag = {"__burr_serde__": "pydantic", "__pydantic_class": "haytham_team_marker.M"}
+    conn = psycopg2.connect(db)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE burr_state SET state = state::jsonb || %s::jsonb WHERE app_id = %s "
+                "AND sequence_id = (SELECT max(sequence_id) FROM burr_state WHERE app_id = %s)",
+                (json.dumps({"extra": tag}), sid, sid),
+            )
+    finally:
+        conn.close()
+    for attempt in (lambda: svc.status(sid), lambda: svc.export(sid, "json")):
+        with pytest.raises(SessionCorrupt) as refused:
+            attempt()
+        assert _one_sentence(str(refused.value)) and "does not know" in str(refused.value)
+    with pytest.raises(SessionCorrupt):
+        svc.run(sid, auto_approve=True)
+    assert not flag.exists()
+
+
 # -- the queue ---------------------------------------------------------------------------------
 def test_a_worker_killed_mid_stage_is_replaced_and_no_completed_stage_runs_again(
     db, tmp_path

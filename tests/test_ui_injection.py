@@ -21,6 +21,7 @@ from test_ui_support import (
     FRONTEND,
     app,
     cassette_entries,
+    service,
     session_at,
     ui_env,
     write_cassette,
@@ -308,3 +309,49 @@ def test_no_page_puts_a_field_in_a_hand_made_code_span() -> None:
     sources = {p: p.read_text("utf-8") for p in FRONTEND.rglob("*.py")}
     hand_made = {p.name for p, s in sources.items() if re.search(r"`\{[^}]+\}`", s)}
     assert not hand_made, hand_made
+
+
+# -- every page, on sessions whose every string field carries the payload (issue 29) -----------
+PAGES = sorted(p.name for p in (FRONTEND / "views").glob("*.py"))
+# what the app writes itself on the Sessions page: a link to its own Run page, and a code span
+_APP_WRITTEN = re.compile(
+    r"^\[Open in a new tab\]\(\./run\?session=[a-z0-9-]+\)$|^Each browser tab keeps its own session"
+)
+
+
+@pytest.fixture(scope="module")
+def everywhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    """(sessions folder, a session at Gate 1, a finished one): every string field of their
+    state (what the types allow), their files and an event carry an image, a link and HTML."""
+    from untrusted_helpers import poison_session
+
+    root = tmp_path_factory.mktemp("everywhere")
+    with pytest.MonkeyPatch.context() as mp:
+        ui_env(mp, root / "sessions")
+        at_gate_1 = session_at(1, sid="at-gate-1")
+        finished = session_at(None, sid="finished")
+        with service() as svc:
+            for sid in (at_gate_1, finished):
+                poison_session(svc.store.open(sid))
+        yield root / "sessions", at_gate_1, finished
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_of_a_poisoned_session_loads_and_links_nothing(
+    everywhere: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch, page: str
+) -> None:
+    from untrusted_helpers import EVIL
+
+    sessions, at_gate_1, finished = everywhere
+    ui_env(monkeypatch, sessions)
+    seen = []
+    for sid in (at_gate_1, finished):
+        at = app(sid, f"views/{page}")
+        assert not at.exception, at.exception
+        bodies = [b for b in rendered(at) if not _APP_WRITTEN.search(b)]
+        bad = [(live(b), b[:200]) for b in bodies if live(b)]
+        assert not bad, bad
+        seen += bodies
+    if page not in ("new_idea.py", "providers.py", "evaluations.py", "sessions.py"):  # no
+        # session text there, or only in a table (a grid, which renders no Markdown)
+        assert any(EVIL in b.replace("\\", "") for b in seen), "the payload is not on the page"

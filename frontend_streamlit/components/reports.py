@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 from components.context import attempt, backend
+from components.safe_text import md
 
 from haytham.audit import NOT_DECISIONS
 from haytham.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
@@ -51,7 +52,7 @@ def competitor_map(sid: str, state: SessionState) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption(
         "Click a column to sort. Risks and the scorecard cite these ids (“cited by”); switching "
-        f"cost is {market.switching_cost} overall. {market.switching_cost_note}"
+        f"cost is {md(market.switching_cost)} overall. {md(market.switching_cost_note)}"
     )
     st.download_button(
         "Download the competitor map (CSV)",

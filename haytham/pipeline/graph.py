@@ -26,6 +26,7 @@ from burr.integrations.pydantic import PydanticTypingSystem
 from burr.tracking.client import LocalTrackingClient
 
 from haytham.pipeline import actions as a
+from haytham.pipeline.persist import TypedPersister
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.state import SessionState
@@ -113,7 +114,7 @@ def build_application(
     tracking_dir: str | None = None,
     initial_state: SessionState | None = None,
 ) -> Application:
-    saver = runner.files.persister()
+    saver = TypedPersister(runner.files)  # loads through the product's types, never Burr's serde
     projector = Projector(runner.files)
     builder = (
         ApplicationBuilder()

@@ -7,16 +7,20 @@ the UI) reads the same typed fields through :meth:`SessionState.of`.
 
 Persistence stays plain JSON: each field has a Burr field serde that dumps it in JSON mode and
 validates it back, so ``state.db`` rows hold no class paths, and rows written before the typed
-state (raw values, no wrapper) load unchanged.
+state (raw values, no wrapper) load unchanged. Rows are read back by :func:`state_from_row`,
+never by Burr's serde: data names no code to load (a field outside :class:`SessionState` or a
+type tag is refused).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from burr.core import State
+from burr.core import State, serde
+from burr.core.application import PRIOR_STEP, SEQUENCE_ID
 from burr.core.state import register_field_serde
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, TypeAdapter
 
@@ -156,19 +160,101 @@ def payload_of(outputs: Mapping[str, StageOutput], slug: str) -> Any:
     return None if out is None else out.payload
 
 
+BURR_FIELDS = (PRIOR_STEP, SEQUENCE_ID)
+"""Burr's own bookkeeping in a saved state: the step it stands at and its sequence number."""
+RETIRED_FIELDS = frozenset({"constraints"})
+"""Fields rows of earlier versions hold and nothing reads any more: dropped, never loaded."""
+
+
+class UnknownStateData(ValueError):
+    """A saved state holds something outside the product's own types (a field it does not know,
+    or a type tag naming code to load); it is refused, never loaded. The message is the reason,
+    ending as a sentence ends."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}, so nothing in it was loaded.")
+        self.reason = reason
+
+
+def _shown(key: object) -> str:
+    text = str(key)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _field_loader(name: str) -> tuple[Any, Any]:
+    """The dump and load of one field: plain JSON under a ``{"json": ...}`` wrapper, validated
+    against the field's own type (a row from before the typed state holds the raw value)."""
+    adapter = TypeAdapter(SessionState.model_fields[name].annotation)
+
+    def dump(value: Any, **_: Any) -> dict[str, Any]:
+        return {"json": adapter.dump_python(value, mode="json")}
+
+    def load(value: Any, **_: Any) -> Any:
+        return adapter.validate_python(_unwrapped(name, value))
+
+    return dump, load
+
+
+def _unwrapped(name: str, value: Any) -> Any:
+    """A field's value without its ``{"json": ...}`` wrapper; refused if it is a type tag."""
+    inner = value["json"] if isinstance(value, dict) and value.keys() == {"json"} else value
+    if isinstance(inner, dict) and (serde.KEY in inner or "__pydantic_class" in inner):
+        raise UnknownStateData(
+            f"its field {name!r} names a type to load ({_shown(inner.get(serde.KEY))})"
+        )
+    return inner
+
+
+_SERDES = MappingProxyType({name: _field_loader(name) for name in SessionState.model_fields})
+
+
+def check_row(data: Mapping[str, Any]) -> None:
+    """Refuse a persisted row holding anything but :class:`SessionState`'s fields (each as
+    plain data, no type tag) and Burr's bookkeeping as plain values, without validating the
+    fields themselves (:func:`state_from_row` does both).
+
+    Raises:
+        UnknownStateData: with the reason, in words.
+    """
+    if not isinstance(data, Mapping):
+        raise UnknownStateData("the saved state is not a JSON object")
+    for key, raw in data.items():
+        if key in BURR_FIELDS:
+            if raw is not None and (isinstance(raw, bool) or not isinstance(raw, str | int)):
+                raise UnknownStateData(f"Burr's field {key!r} holds something other than a value")
+        elif key in _SERDES:
+            _unwrapped(key, raw)
+        elif key not in RETIRED_FIELDS:
+            raise UnknownStateData(f"it holds a field Haytham does not know ({_shown(key)})")
+
+
+def state_from_row(data: Mapping[str, Any]) -> State:
+    """Burr's state from a persisted row (a folder's ``state.db``, the shared database, an
+    imported bundle), read by the product's own types and nothing else.
+
+    Burr's generic serde resolves a class path found in the data (it would import any module
+    a row names); here every field is validated against :class:`SessionState`'s type for it,
+    Burr's bookkeeping must be plain numbers or strings, and anything else is refused
+    (:func:`check_row`).
+
+    Raises:
+        UnknownStateData: a field outside :class:`SessionState`, or a type tag.
+        ValueError: a known field does not validate (pydantic's ``ValidationError``).
+    """
+    check_row(data)
+    return State(
+        {
+            k: v if k in BURR_FIELDS else _SERDES[k][1](v)
+            for k, v in data.items()
+            if k not in RETIRED_FIELDS
+        }
+    )
+
+
 def _register_serdes() -> None:
-    """JSON in ``state.db`` for every field; rows from before the typed state load as they are."""
-    for name, info in SessionState.model_fields.items():
-        adapter = TypeAdapter(info.annotation)
-
-        def dump(value: Any, *, _a: TypeAdapter = adapter, **_: Any) -> dict[str, Any]:
-            return {"json": _a.dump_python(value, mode="json")}
-
-        def load(value: Any, *, _a: TypeAdapter = adapter, **_: Any) -> Any:
-            if isinstance(value, dict) and value.keys() == {"json"}:
-                value = value["json"]
-            return _a.validate_python(value)
-
+    """JSON in ``state.db`` for every field (what Burr writes); loading never goes through
+    Burr's serde: :func:`state_from_row` reads every row."""
+    for name, (dump, load) in _SERDES.items():
         register_field_serde(name, dump, load)
 
 
