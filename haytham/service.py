@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,14 @@ from burr.core import Application
 from haytham import audit
 from haytham.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
 from haytham.config import Settings
-from haytham.errors import AccessDenied, GateError, HaythamError, InputError, SessionLocked
+from haytham.errors import (
+    AccessDenied,
+    GateError,
+    HaythamError,
+    InputError,
+    SessionLocked,
+    StorageError,
+)
 from haytham.export import export, json_text
 from haytham.history import GateHistory, gate_history, load_steps
 from haytham.idea import validate_appetite, validate_idea
@@ -630,7 +638,10 @@ class Haytham:
             record = audit.decisions(self.store, session_id=session_id)
             shown = [d.sentence for d in record if d.action not in audit.NOT_DECISIONS]
             made = export(self.load_state(session_id), fmt, shown)
-        self._record("export", session_id, format=fmt)
+        try:
+            self._record("export", session_id, format=fmt)
+        except StorageError as exc:  # a read-only store still exports; the record says why not
+            logging.getLogger(__name__).warning("The export was not recorded: %s", exc)
         return made
 
     def migrate(self) -> str:

@@ -352,6 +352,15 @@ def test_every_page_of_a_poisoned_session_loads_and_links_nothing(
         bad = [(live(b), b[:200]) for b in bodies if live(b)]
         assert not bad, bad
         seen += bodies
-    if page not in ("new_idea.py", "providers.py", "evaluations.py", "sessions.py"):  # no
-        # session text there, or only in a table (a grid, which renders no Markdown)
+    # no session text there, or only in a table (a grid, which renders no Markdown); the Run
+    # page cuts the idea short before the payload, and the stale-checks banner names stages
+    if page not in (
+        "new_idea.py",
+        "providers.py",
+        "evaluations.py",
+        "sessions.py",
+        "run.py",
+        "stories.py",
+        "fidelity.py",
+    ):
         assert any(EVIL in b.replace("\\", "") for b in seen), "the payload is not on the page"
