@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from haytham.schemas.anchor import ConceptAnchor, Invariant
+from haytham.schemas.anchor import ConceptAnchor, Invariant, split_part_ref
 from haytham.schemas.envelope import InvariantOverride, StageOutput
 from haytham.stages import BY_SLUG, STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
@@ -146,6 +146,22 @@ class Item:
     carries: tuple[str, ...]
     honours: tuple[str, ...] = ()
     out: bool = False  # an mvp-scope OUT-of-scope item
+    assumes: tuple[tuple[str, str], ...] = ()  # (family, value) the item declares it assumes
+
+    @property
+    def carried(self) -> tuple[str, ...]:
+        """The invariant ids it carries, a part id (``INV-3a``) counting for its invariant."""
+        return tuple(dict.fromkeys(whole_id(c) for c in self.carries))
+
+    @property
+    def honoured(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(whole_id(c) for c in self.honours))
+
+
+def whole_id(ref: str) -> str:
+    """``INV-3b`` → ``INV-3``; any other reference unchanged."""
+    split = split_part_ref(ref) if ref.upper().startswith("INV") else None
+    return split[0] if split is not None else ref
 
 
 def _item_text(item: Any) -> str:
@@ -167,6 +183,7 @@ def stage_items(ctx: Context, slug: str) -> list[Item]:
                     carries=resolve_ids(anchor, getattr(it, "carries", [])),
                     honours=resolve_ids(anchor, getattr(it, "honours_exclusion", [])),
                     out=is_out,
+                    assumes=tuple(sorted((getattr(it, "assumes", None) or {}).items())),
                 )
             )
     return out

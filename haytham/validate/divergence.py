@@ -142,7 +142,7 @@ def _carried_ratios(
     carriers: dict[str, list[str]] = {}
     for item in stage_items(ctx, slug):
         if not item.out and item.id in items:
-            for inv_id in item.carries:
+            for inv_id in item.carried:
                 carriers.setdefault(inv_id, []).append(item.id)
     out: dict[str, tuple[float, str]] = {}
     for t in tgts:

@@ -41,6 +41,7 @@ from haytham.validate.common import (
     finding,
     names_invariant,
     override_for,
+    resolved,
     stage_items,
     traced,
     value_terms,
@@ -107,12 +108,14 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     items = stage_items(ctx, slug)
     if not traced(items):
         return []
-    found = _unknown_refs(slug, items, set(anchor.ids()))
+    found = _unknown_refs(slug, items, set(anchor.ref_ids()))
     ins = [i for i in items if not i.out]
     for inv in anchor.invariants:
         if override_for(ctx, out, inv) is not None:
             continue
-        scoped_out = [i for i in items if i.out and inv.id in i.carries and inv.id not in i.honours]
+        scoped_out = [
+            i for i in items if i.out and inv.id in i.carried and inv.id not in i.honoured
+        ]
         if inv.polarity == "requires" and scoped_out:
             found.append(
                 finding(
@@ -126,7 +129,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 )
             )
             continue
-        carriers = [i for i in ins if inv.id in i.carries]
+        carriers = [i for i in ins if inv.id in i.carried]
         if inv.polarity == "requires" and not carriers:
             found.append(
                 finding(
@@ -170,6 +173,69 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                     )
                 )
                 break
+    return found
+
+
+_EXCLUSIVE = ("auth", "payments", "deployment", "realtime")
+"""Families where an item assuming another value than the pin contradicts it even when the item
+does not carry the invariant (one way to join, to pay, to run; live or not). A different channel
+or rhythm in one item (an email reminder under a video pin) contradicts only an item that claims
+to carry the invariant."""
+_CLOSED_AUTH = ("invite_only", "approval", "sso", "api_key")
+_NO_MONEY = ("none", "barter")
+
+
+def _assumption_conflict(family: str, pinned: str, assumed: str, carried: bool) -> bool:
+    """Whether an item assuming ``family=assumed`` contradicts a ``requires`` pin ``pinned``."""
+    if assumed == pinned:
+        return False
+    if carried:
+        return True
+    if family not in _EXCLUSIVE:
+        return False
+    if family == "auth":  # a closed pin is broken only by a way in that is not closed
+        return pinned not in _CLOSED_AUTH or assumed not in _CLOSED_AUTH
+    if family == "payments":
+        return (pinned in _NO_MONEY) != (assumed in _NO_MONEY) or pinned == "barter"
+    return True
+
+
+def _assumptions(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
+    """Items' declared ``assumes`` against the anchor's pins: an item that assumes another value
+    than a ``requires`` pin of its family (or the value a ``forbids`` pin rules out)."""
+    anchor = ctx.snap.anchor
+    assert anchor is not None
+    found: list[Finding] = []
+    ins = [i for i in stage_items(ctx, slug) if not i.out and i.assumes]
+    for inv in anchor.invariants:
+        ref = inv.trait_ref
+        if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
+            continue
+        family, pinned = ref
+        for item in ins:
+            assumed = dict(item.assumes).get(family)
+            if assumed is None:
+                continue
+            carried = inv.id in item.carried
+            if inv.polarity == "forbids":
+                broken = assumed == pinned
+            else:
+                broken = _assumption_conflict(family, pinned, assumed, carried)
+            if not broken:
+                continue
+            claim = " while claiming to carry it" if carried else ""
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{item.id} assumes {family}={assumed}{claim}, but {_label(inv)} "
+                    f"{inv.polarity} {family}={pinned}",
+                    invariant=inv,
+                    item=item.id,
+                    evidence=f"{item.id} assumes {dict(item.assumes)}; "
+                    f"{short(item.text, 120)!r}",
+                )
+            )
     return found
 
 
@@ -239,5 +305,6 @@ def check(ctx: Context) -> list[Finding]:
         found += _accounted(ctx, slug, out)
         if slug in DESCRIPTIVE:
             found += _descriptive(ctx, slug, out)
+            found += _assumptions(ctx, slug, out)
             found += _genericized_reported(ctx, slug, out)
     return found

@@ -92,8 +92,10 @@ _TEXT: dict[str, re.Pattern[str]] = {
     ),
     "open_registration": re.compile(
         r"\b(?:open registration|selfregistration|public (?:signup|registration)|"
-        r"anyone can (?:signup|register|join|create an account)|"
-        r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register)\b|"
+        r"anyone can (?:signup|register|join|create an account|enrol|enroll)|"
+        r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
+        r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
+        r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
         r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
         r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
         r"(?:signup|registration))"
@@ -176,6 +178,8 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
         return [(trait, False)]
+    if trait == "payments" and value == "barter":  # goods or help change hands, never money
+        return [("payments", False)]
     if trait == "communication" and value == "none":
         return [(tag, False) for tag in _COMM_TAGS]
     if trait == "interface":
@@ -241,6 +245,8 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
         if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
             continue
         trait, value = ref
+        if trait not in type(out.payload).model_fields:  # e.g. cadence: not a system trait
+            continue
         actual = out.payload.value_of(trait)
         if (actual == value) == (inv.polarity == "requires"):
             continue
