@@ -204,6 +204,13 @@ class ValidatorSettings(BaseModel):
         description="Share of a founder claim's content words that must occur in the idea or "
         "in idea-analysis's restatement of it.",
     )
+    founder_meaning_min: float = Field(
+        default=0.45,
+        ge=-1.0,
+        le=1.0,
+        description="A founder claim whose meaning is this close (cosine) to one sentence of the "
+        "idea says what the founder said, even in other words.",
+    )
     quantity_tolerance: float = Field(
         default=0.05,
         ge=0.0,

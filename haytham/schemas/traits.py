@@ -265,6 +265,28 @@ def parse_trait_ref(text: object) -> tuple[str, str] | None:
     return None if value is None else (trait, value)
 
 
+SATISFIES: MappingProxyType[str, MappingProxyType[str, frozenset[str]]] = MappingProxyType(
+    {
+        "auth": MappingProxyType(
+            {"approval": frozenset({"invite_only"}), "invite_only": frozenset({"approval"})}
+        ),
+        "payments": MappingProxyType({"barter": frozenset({"none"})}),
+    }
+)
+"""Other values that keep a pin true: approval is a closed door like an invitation (the
+approver sends it), and barter takes no money, so a system with ``payments=none`` honours it."""
+
+EXCLUSIONS: frozenset[tuple[str, str]] = frozenset(
+    {("payments", "none"), ("communication", "none"), ("scheduling", "none")}
+)
+"""Pins that rule a whole trait out: like a ``forbids`` invariant, nothing "delivers" them."""
+
+
+def satisfies(family: str, pinned: str, actual: str) -> bool:
+    """Whether ``actual`` keeps a ``requires`` pin ``family=pinned`` true."""
+    return actual == pinned or actual in SATISFIES.get(family, {}).get(pinned, frozenset())
+
+
 def family_of(kind: str) -> str | None:
     """The trait family an invariant of ``kind`` is pinned in, or None (no closed vocabulary)."""
     return FAMILY_OF_KIND.get(kind)

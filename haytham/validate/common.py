@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from haytham.schemas.anchor import ConceptAnchor, Invariant, split_part_ref
 from haytham.schemas.envelope import InvariantOverride, StageOutput
+from haytham.schemas.traits import EXCLUSIONS
 from haytham.stages import BY_SLUG, STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
 from haytham.validate.text import snake
@@ -97,6 +98,12 @@ def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:
     affirmed = affirmed_terms(inv.value)
     keys = key_terms(inv.value)
     return [t for t in keys if t in affirmed], [t for t in keys if t not in affirmed]
+
+
+def is_exclusion(inv: Invariant) -> bool:
+    """A ``forbids`` invariant, or one pinned to a trait's ``none`` (``payments=none``):
+    it rules something out, so no item can "deliver" it."""
+    return inv.polarity == "forbids" or inv.trait_ref in EXCLUSIONS
 
 
 def anchor_invariants(anchor: ConceptAnchor | None) -> list[Invariant]:

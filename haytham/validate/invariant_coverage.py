@@ -4,8 +4,12 @@ Structural checks, one warning each (no reading of prose):
 
 * **carried** — in each descriptive stage (mvp-scope, capability-model, story-generation) every
   ``requires`` invariant is carried: some IN item lists its id in ``carries``. A ``forbids``
-  invariant needs no carrier (nothing can "deliver" an exclusion); an OUT item that honours it
-  is the anchor at work and is never flagged;
+  invariant needs no carrier (nothing can "deliver" an exclusion), nor does one pinned to a
+  trait's ``none`` (``payments=none``: an exclusion written as a requirement); an OUT item that
+  honours it is the anchor at work and is never flagged;
+* **assumptions** — an IN item's declared ``assumes`` (capabilities, stories) against the pins:
+  a value the pin does not allow, for an item that claims to carry the invariant, or for any
+  item where the family admits one value only (one way to join, to pay, to run; live or not);
 * **not scoped out** — an mvp-scope OUT item that carries a ``requires`` invariant without
   saying it honours it takes the invariant out of the MVP;
 * **not contradicted** — no IN item affirmatively describes what an invariant's pinned trait
@@ -32,6 +36,7 @@ from __future__ import annotations
 import re
 
 from haytham.schemas.anchor import Invariant
+from haytham.schemas.traits import satisfies
 from haytham.schemas.envelope import StageOutput
 from haytham.validate.common import (
     DESCRIPTIVE,
@@ -39,6 +44,7 @@ from haytham.validate.common import (
     Context,
     Item,
     finding,
+    is_exclusion,
     names_invariant,
     override_for,
     resolved,
@@ -130,7 +136,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
             )
             continue
         carriers = [i for i in ins if inv.id in i.carried]
-        if inv.polarity == "requires" and not carriers:
+        if inv.polarity == "requires" and not carriers and not is_exclusion(inv):
             found.append(
                 finding(
                     NAME,
@@ -187,7 +193,7 @@ _NO_MONEY = ("none", "barter")
 
 def _assumption_conflict(family: str, pinned: str, assumed: str, carried: bool) -> bool:
     """Whether an item assuming ``family=assumed`` contradicts a ``requires`` pin ``pinned``."""
-    if assumed == pinned:
+    if satisfies(family, pinned, assumed):
         return False
     if carried:
         return True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
-from dataclasses import replace
 
 from haytham.errors import HaythamError
 from haytham.stages import get_stage, idea_analysis
@@ -83,6 +82,8 @@ def run_validators(
     """
     settings = settings if settings is not None else ValidatorSettings()
     wanted = None if stages is None else frozenset(get_stage(s).slug for s in stages)
+    if settings.embeddings and embedder is None:
+        embedder = Embedder()  # loads its model on first use only
     ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
     found: list[Finding] = []
     for name, check in LEXICAL:
@@ -91,7 +92,6 @@ def run_validators(
     if settings.embeddings:
         slugs = _embedding_stages(ctx)
         if slugs:
-            ctx = replace(ctx, embedder=embedder if embedder is not None else Embedder())
             vecs = semantic.build(ctx, slugs)
             result: list[tuple[list[Finding], dict[str, dict[str, float]]]] = []
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
+from haytham.schemas.traits import satisfies
 from haytham.stages import (
     architecture_decisions,
     build_buy_analysis,
@@ -96,6 +97,12 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
         r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
         r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
+        r"anyone (?:[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|enrol|enroll)s?\b|"
+        r"(?:visitors?|strangers?|the public|passers-?by) (?:can |may |will )?(?:join|signup|"
+        r"register)\b|(?:check|sign|register|enrol|enroll) themselves (?:in|up)\b|"
+        r"(?:any [a-z]+|anyone|guests?|visitors?|newcomers?|strangers?) (?:[a-z']+ ){0,3}(?:can |may "
+        r"|will )?(?:create|set up|open)s? (?:a|an|their|his|her) (?:own )?(?:[a-z]+ )?"
+        r"(?:account|profile)\b|(?:public |online |landing page )?join (?:form|page)\b|"
         r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
         r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
         r"(?:signup|registration))"
@@ -248,7 +255,9 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
         if trait not in type(out.payload).model_fields:  # e.g. cadence: not a system trait
             continue
         actual = out.payload.value_of(trait)
-        if (actual == value) == (inv.polarity == "requires"):
+        if inv.polarity == "requires" and satisfies(trait, value, actual):
+            continue
+        if inv.polarity == "forbids" and actual != value:
             continue
         wanted = value if inv.polarity == "requires" else f"anything but {value}"
         found.append(
