@@ -230,6 +230,20 @@ class ValidatorSettings(BaseModel):
         le=1.0,
         description="…and this far below the stage's median ratio (both: warning; one: info).",
     )
+    carrier_drop: float = Field(
+        default=0.4,
+        ge=0.0,
+        le=2.0,
+        description="A stage whose carriers of an invariant express it this much worse (cosine) "
+        "than another descriptive stage's carriers do has left it while claiming it.",
+    )
+    carrier_part_drop: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=2.0,
+        description="The same for one part of a compound invariant (a short phrase, whose "
+        "cosine varies more between faithful wordings).",
+    )
     stage_fidelity_floor: float = Field(
         default=0.025,
         ge=-1.0,

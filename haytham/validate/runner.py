@@ -15,6 +15,7 @@ from haytham.errors import HaythamError
 from haytham.stages import get_stage, idea_analysis
 from haytham.validate import (
     appetite,
+    carriers,
     claims,
     contradiction,
     divergence,
@@ -28,6 +29,7 @@ from haytham.validate.embeddings import Embedder
 from haytham.validate.model import (
     EMBEDDING_CONTRADICTION,
     EMBEDDING_DIVERGENCE,
+    INVARIANT_COVERAGE,
     VALIDATOR_NAMES,
     Finding,
     Snapshot,
@@ -101,6 +103,7 @@ def run_validators(
                 return fs
 
             found += _guarded(EMBEDDING_DIVERGENCE, _divergence)
+            found += _guarded(INVARIANT_COVERAGE, lambda: carriers.check(ctx))
             if result:
                 curve = result[0][1]
             found += _guarded(EMBEDDING_CONTRADICTION, lambda: contradiction.check(ctx, vecs))

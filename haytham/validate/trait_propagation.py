@@ -97,7 +97,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
         r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
         r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
-        r"anyone (?:[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|enrol|enroll)s?\b|"
+        r"anyone (?:(?!could |would |might )[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|"
+        r"enrol|enroll)s?\b|"
         r"(?:visitors?|strangers?|the public|passers-?by) (?:can |may |will )?(?:join|signup|"
         r"register)\b|(?:check|sign|register|enrol|enroll) themselves (?:in|up)\b|"
         r"(?:any [a-z]+|anyone|guests?|visitors?|newcomers?|strangers?) (?:[a-z']+ ){0,3}(?:can |may "
@@ -122,7 +123,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"network (?:calls?|requests?|access|connection)|online (?:api|service|lookup|sync)|"
         r"(?:external|third[ -]party|remote|online|web) (?:apis?|services?) (?:calls?|lookups?)|"
         r"calls? (?:an? |the )?(?:external|third[ -]party|remote|online|web) (?:apis?|services?)|"
-        r"syncs? (?:to|with) the cloud|"
+        r"syncs? (?:to|with) the cloud|(?:os |system |android |ios |[a-z]+'s )?share "
+        r"(?:sheet|menu)|"
         r"(?:from|via|using|calls?|queries|query) (?:the |an? )?(?:[a-z]+ ){0,3}(?:web )?api\b)\b"
     ),
     "mobile": re.compile(
