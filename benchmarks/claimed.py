@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.verbose:
                 print(f"-- {case.name} ({case.drift})")
                 for f in report.findings:
-                    print(f"   [{f.severity}] {f.validator} {f.stage} {f.item} {f.invariant}: "
-                          f"{f.message[:150]}")
+                    print(
+                        f"   [{f.severity}] {f.validator} {f.stage} {f.item} {f.invariant}: "
+                        f"{f.message[:150]}"
+                    )
             if case.drift is None:
                 faithful.append((case.name, bool(flagged)))
                 continue

@@ -245,7 +245,7 @@ class ValidatorSettings(BaseModel):
         "cosine varies more between faithful wordings).",
     )
     stage_fidelity_floor: float = Field(
-        default=0.025,
+        default=0.06,
         ge=-1.0,
         le=1.0,
         description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "

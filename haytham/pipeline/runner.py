@@ -35,8 +35,15 @@ from haytham.pipeline.state import SessionState
 from haytham.redact import carries_secret, redact, scrubbed
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
 from haytham.schemas.base import parse_contract, salvage
-from haytham.schemas.pins import PIN_AGENT, TraitPins, apply_pins, ask_founder, pin_request, unpinned
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.pins import (
+    PIN_AGENT,
+    TraitPins,
+    apply_pins,
+    ask_founder,
+    pin_request,
+    unpinned,
+)
 from haytham.schemas.verification import ReviewArtifact
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
@@ -366,7 +373,6 @@ class StageRunner:
             wall_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return anchor
-
 
     def _pin(self, state: SessionState, anchor: ConceptAnchor) -> ConceptAnchor:
         """Pins wherever a trait family exists: one extra structured call asks for the pins the

@@ -71,7 +71,7 @@ class Assuming(Traceable):
         default_factory=dict,
         description="For each trait family this item touches, the one value it assumes: "
         "auth, communication, cadence, payments, deployment, realtime (vocabulary as in the "
-        "anchor's traits), e.g. {\"auth\": \"invite_only\", \"cadence\": \"weekly\"}.",
+        'anchor\'s traits), e.g. {"auth": "invite_only", "cadence": "weekly"}.',
     )
 
     @field_validator("assumes", mode="before")

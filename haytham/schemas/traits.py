@@ -20,9 +20,7 @@ Auth = Literal["none", "invite_only", "open_registration", "sso", "api_key", "ap
 Deployment = Literal["hosted", "on_prem", "air_gapped", "device"]
 DataLayer = Literal["relational", "document", "files", "embedded", "none"]
 Communication = Literal["none", "email", "in_app", "push", "sms", "video", "audio", "chat"]
-Payments = Literal[
-    "none", "one_time", "subscription", "marketplace", "barter", "donation"
-]
+Payments = Literal["none", "one_time", "subscription", "marketplace", "barter", "donation"]
 Scheduling = Literal["none", "calendar", "reminders", "background_jobs"]
 Cadence = Literal["on_demand", "scheduled", "daily", "weekly", "monthly", "one_off"]
 """When people use it: whenever they like, at set times, on a daily/weekly/monthly rhythm, once."""

@@ -103,8 +103,7 @@ def expression(ctx: Context) -> dict[str, dict[str, Expression]]:
             if not carriers:
                 continue
             best = [
-                float(sims[a:b, k].max())
-                for a, b in (index[f"{slug}\0{c.id}"] for c in carriers)
+                float(sims[a:b, k].max()) for a, b in (index[f"{slug}\0{c.id}"] for c in carriers)
             ]
             top = int(np.argmax(best))
             row[key] = Expression(best[top], carriers[top].id, tuple(c.id for c in carriers))

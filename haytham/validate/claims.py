@@ -35,8 +35,8 @@ from haytham.stages import idea_analysis, market_context, risk_assessment
 from haytham.validate.common import STAGE_NUMBER, Context, finding
 from haytham.validate.lexicon import hits, key_terms
 from haytham.validate.model import CLAIM_CONSISTENCY, Finding
-from haytham.validate.quantities import Quantity, close, extract, numbers, same_quantity
 from haytham.validate.negation import affirmed_matches
+from haytham.validate.quantities import Quantity, close, extract, numbers, same_quantity
 from haytham.validate.text import normalize, sentences, short, strings_of, term_set
 
 NAME = CLAIM_CONSISTENCY
@@ -238,7 +238,11 @@ def _phantom(ctx: Context) -> list[Finding]:
                 else f"it adds a business model the idea never mentions: {short(money, 80)!r}"
                 if money
                 else f"only {share:.0%} of its key terms occur in the idea or idea-analysis"
-                + (f", and no sentence of the idea is close in meaning ({near:.2f})" if near else "")
+                + (
+                    f", and no sentence of the idea is close in meaning ({near:.2f})"
+                    if near
+                    else ""
+                )
             )
             found.append(
                 finding(

@@ -86,9 +86,15 @@ def stage_ratios(vecs: SessionVectors, slug: str, tgts: list[Target]) -> dict[st
 
 
 def contrast(vecs: SessionVectors, slug: str, tgts: list[Target]) -> float | None:
-    """Mean, over the stage's affirmed sentences, of (closest anchor target − closest generic
-    text): positive when the stage reads like this idea, negative when it reads like the generic
-    product the anchor says it is not."""
+    """Mean, over the stage's affirmed sentences, of the *relative* contrast
+    (closest anchor target − closest generic text) ÷ (|closest target| + |closest generic|):
+    positive when the stage reads like this idea, negative when it reads like the generic
+    product the anchor says it is not.
+
+    Dividing each sentence's contrast by its own scale makes the measure ignore style: a terse
+    sentence matches everything a little less than a wordy one, so its raw difference is
+    smaller while the direction it leans — which is the meaning — is the same. Each sentence
+    counts once, whatever its length."""
     sv = vecs.stages.get(slug)
     if sv is None or not tgts or vecs.generic is None or not len(vecs.generic):
         return None
@@ -98,7 +104,8 @@ def contrast(vecs: SessionVectors, slug: str, tgts: list[Target]) -> float | Non
     m = sv.included[keep]
     toward = (m @ np.stack([t.vector for t in tgts]).T).max(axis=1)
     away = (m @ vecs.generic.T).max(axis=1)
-    return float((toward - away).mean())
+    scale = np.maximum(np.abs(toward) + np.abs(away), 1e-6)
+    return float(((toward - away) / scale).mean())
 
 
 def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:

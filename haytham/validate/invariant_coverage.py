@@ -21,7 +21,10 @@ Structural checks, one warning each (no reading of prose):
 * **overrides have a reason**, and a stage that reports genericizing an identity feature says so.
 
 Second opinions (``info``): a stage that neither preserves nor overrides an invariant in its
-``anchor_compliance``; an IN item whose affirmed text names what a ``forbids`` invariant excludes.
+``anchor_compliance``; an IN item whose affirmed text names what a ``forbids`` invariant excludes;
+an item whose text describes what its own declared ``assumes`` value rules out (a story that
+declares ``auth=invite_only`` and describes a public sign-up form; where a pin covers the family,
+the pinned check above already warns).
 
 A descriptive stage that declares no ``carries`` at all (a model that ignored the optional
 fields, or a session from before them) is not judged here: the embedding validator's semantic
@@ -36,8 +39,8 @@ from __future__ import annotations
 import re
 
 from haytham.schemas.anchor import Invariant
-from haytham.schemas.traits import satisfies
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.traits import satisfies
 from haytham.validate.common import (
     DESCRIPTIVE,
     WHAT_HOW_STORIES,
@@ -56,7 +59,7 @@ from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.negation import affirmed_clauses
 from haytham.validate.text import short, term_set, terms
-from haytham.validate.trait_propagation import pinned_contradiction
+from haytham.validate.trait_propagation import declared_contradiction, pinned_contradiction
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(
@@ -108,6 +111,26 @@ def _unknown_refs(slug: str, items: list[Item], known: set[str]) -> list[Finding
     return found
 
 
+def _parts_uncarried(slug: str, inv: Invariant, carriers: list[Item]) -> list[Finding]:
+    """Parts of a compound ``requires`` invariant that no carrier lists, when the stage carries
+    it by part ids: an item listing the whole id carries every part here (the embedding check,
+    :mod:`haytham.validate.carriers`, attributes it to the parts its text expresses)."""
+    if inv.polarity != "requires" or not inv.parts or any(inv.id in i.carries for i in carriers):
+        return []
+    return [
+        finding(
+            NAME,
+            slug,
+            f"no IN item of {slug} carries part {pid} ({short(text, 70)!r}) of {_label(inv)}",
+            invariant=inv,
+            evidence="carried parts: "
+            + ", ".join(sorted({c for i in carriers for c in i.carries if c.startswith(inv.id)})),
+        )
+        for pid, text in inv.part_texts().items()
+        if not any(pid in i.carries for i in carriers)
+    ]
+
+
 def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     anchor = ctx.snap.anchor
     assert anchor is not None
@@ -148,6 +171,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 )
             )
             continue
+        found += _parts_uncarried(slug, inv, carriers)
         pinned = [(i, e) for i in ins if (e := pinned_contradiction(inv, i.text))]
         if pinned:
             item, evidence = pinned[0]
@@ -213,6 +237,20 @@ def _assumptions(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     assert anchor is not None
     found: list[Finding] = []
     ins = [i for i in stage_items(ctx, slug) if not i.out and i.assumes]
+    for item in ins:  # second opinion: the item's text against its own declared values
+        for family, value in item.assumes:
+            said = declared_contradiction(family, value, item.text)
+            if said:
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"{item.id} declares {family}={value} but its text describes {said}",
+                        item=item.id,
+                        evidence=short(item.text, 160),
+                        info=True,
+                    )
+                )
     for inv in anchor.invariants:
         ref = inv.trait_ref
         if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
@@ -238,8 +276,7 @@ def _assumptions(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                     f"{inv.polarity} {family}={pinned}",
                     invariant=inv,
                     item=item.id,
-                    evidence=f"{item.id} assumes {dict(item.assumes)}; "
-                    f"{short(item.text, 120)!r}",
+                    evidence=f"{item.id} assumes {dict(item.assumes)}; {short(item.text, 120)!r}",
                 )
             )
     return found

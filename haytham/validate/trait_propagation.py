@@ -218,6 +218,17 @@ def pinned_contradiction(inv: Invariant, text: str) -> str:
     return ""
 
 
+def declared_contradiction(family: str, value: str, text: str) -> str:
+    """Evidence that ``text`` describes what an item's own declared ``assumes`` value
+    (``auth=invite_only``) rules out — open sign-up, payments, realtime, a network call — or ''."""
+    for key, allowed in _implied(family, value, "requires"):
+        if key in _TEXT and not allowed:
+            evidence = _violation(Constraint(key, allowed, ""), _Row("", "", "", [], text))
+            if evidence:
+                return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
+    return ""
+
+
 def derive_constraints(ctx: Context) -> list[Constraint]:
     """Constraints from the anchor's pinned invariants (resolved ones) and system-traits."""
     out: list[Constraint] = []
