@@ -423,12 +423,6 @@ class ConceptAnchor(TolerantModel):
                 ids.append(found)
         return ids, unknown
 
-    def invariant_of(self, ref: str) -> Invariant | None:
-        """The invariant an id or part id (``INV-3b``) belongs to."""
-        split = split_part_ref(ref)
-        want = split[0] if split is not None else ref
-        return next((i for i in self.invariants if i.id == want), None)
-
     def ids(self) -> list[str]:
         return [i.id for i in self.invariants]
 
