@@ -15,11 +15,12 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages.story_generation import Story
 from haytham.stages.trace import resolve_refs
 from haytham.validate import Embedder, Snapshot, ValidatorSettings, load_snapshot, run_validators
-from haytham.validate.calibration import load_case
+from haytham.validate.calibration import load_case, load_cases
 from haytham.validate.claims import introduces_money
 from haytham.validate.common import DESCRIPTIVE
 
-CLAIMED = Path(__file__).parent / "fixtures" / "claimed" / "dev"
+CLAIMED_ROOT = Path(__file__).parent / "fixtures" / "claimed"
+CLAIMED = CLAIMED_ROOT / "dev"
 LEX = ValidatorSettings(embeddings=False)
 
 
@@ -43,6 +44,22 @@ def coverage(s: Snapshot, settings: ValidatorSettings = LEX, embedder=None) -> l
 @pytest.fixture(scope="module")
 def embedder() -> Iterator[Embedder]:
     yield Embedder()
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_every_claimed_case_is_a_valid_session(split: str, tmp_path: Path) -> None:
+    """Four ideas per split, nine cases each, every session loads with its anchor and ten
+    stages, every drift is labelled with its stage, every idea has a compound invariant."""
+    if not (CLAIMED_ROOT / split / "DONE").is_file():
+        pytest.skip(f"the {split} split is not complete")
+    cases = load_cases(CLAIMED_ROOT / split, tmp_path)
+    assert len({c.name.split("__", 1)[0] for c in cases}) == 4 and len(cases) == 36
+    for case in cases:
+        s = load_snapshot(case.path)
+        assert s.anchor is not None and len(s.outputs) == 10, case.name
+        assert case.drift is None or case.stage in s.outputs, case.name
+        if case.drift is None:  # every idea has a compound invariant
+            assert any(i.parts for i in s.anchor.invariants), case.name
 
 
 # -- point 2: assumes ---------------------------------------------------------------------------

@@ -6,11 +6,12 @@ positive part) is its best sentence match divided by the best match in the idea 
 idea's sentences and idea-analysis). A terse but faithful stage loses a little on every target;
 a drifted one loses a lot on the targets it dropped.
 
-(a) **Fidelity curve** — per stage, the mean of those ratios (capped at 1): 1.0 means the stage
-    expresses the anchor as well as the idea does. Stored by the pipeline in ``summary.json``
-    next to the stage's plain similarity to the idea and to the anchor. A genericized session
-    ranks below a faithful paraphrase of the same idea (``benchmarks/validators.py`` measures
-    it).
+(a) **Fidelity curve** — per stage, the mean over its affirmed sentences of the relative
+    contrast between the closest anchor target and the closest generic text (:func:`contrast`):
+    each sentence's lean divided by its own scale, so a terse stage and a wordy one that mean
+    the same score alike. Stored by the pipeline in ``summary.json`` next to the stage's plain
+    similarity to the idea and to the anchor. A genericized session ranks below every faithful
+    paraphrase of the same idea (``benchmarks/fidelity.py``, ``benchmarks/claimed.py``).
 (b) **Genericized stage** — a descriptive stage (mvp-scope, capability-model,
     story-generation) whose fidelity is below ``stage_fidelity_floor``.
 (c) **Possibly dropped** — a target whose ratio in a descriptive stage is below
