@@ -12,7 +12,9 @@ expected validator: the question is whether the deterministic layer as a whole n
 Prints, for the split:
 
 * drifts caught: a finding at warning or worse about the labelled stage or the labelled
-  invariant (target >= 80 %), overall and per drift kind; also "anywhere" (any warning);
+  invariant that the idea's faithful session does not have (same validator, stage, item and
+  invariant), so a warning the faithful session already raises never counts as a catch
+  (target >= 80 %), overall and per drift kind; also "anywhere" (any new warning);
 * faithful sessions (the faithful one, the terse and the wordy paraphrase) flagged at warning
   or worse (target <= 10 %);
 * the fidelity ranking: per idea, the genericized session's lowest descriptive-stage fidelity
@@ -58,6 +60,10 @@ def _about(f: Finding, stage: str | None, invariant: str | None) -> bool:
     return bool(invariant) and (f.invariant or "").split(" ")[0].rstrip("abcdefghij") == invariant
 
 
+def _key(f: Finding) -> tuple[str, str | None, str | None, str | None]:
+    return (f.validator, f.stage, f.item, f.invariant)
+
+
 def fidelity(report: ValidationReport) -> float | None:
     values = [report.divergence.get(s, {}).get("fidelity") for s in DESCRIPTIVE]
     values = [v for v in values if v is not None]
@@ -77,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     faithful: list[tuple[str, bool]] = []
     fid: dict[str, dict[str, float | None]] = defaultdict(dict)
     skipped: list[str] = []
+    baseline: dict[str, set[tuple[str, str | None, str | None, str | None]]] = {}
+    pending: list[tuple[str, str | None, str | None, str, list[Finding]]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folders = sorted(p for p in root.iterdir() if (p / "label.json").is_file())
@@ -102,22 +110,28 @@ def main(argv: list[str] | None = None) -> int:
                     )
             if case.drift is None:
                 faithful.append((case.name, bool(flagged)))
+                if "__" not in case.name:
+                    baseline[case.name] = {_key(f) for f in flagged}
                 continue
-            drifts += 1
-            anywhere += bool(flagged)
-            hit = any(_about(f, case.stage, label.get("invariant")) for f in flagged)
-            caught[case.drift].append(hit)
-            if not hit:
-                print(f"missed: {case.name}")
+            pending.append((case.name, case.stage, label.get("invariant"), case.drift, flagged))
+    for name, stage, invariant, drift, flagged in pending:
+        new = [f for f in flagged if _key(f) not in baseline.get(name.split("__", 1)[0], set())]
+        drifts += 1
+        anywhere += bool(new)
+        hit = any(_about(f, stage, invariant) for f in new)
+        caught[drift].append(hit)
+        if not hit:
+            print(f"missed: {name}")
     print(f"validated {len(folders)} cases of {root} in {time.perf_counter() - started:.1f} s")
     for s in skipped:
         print(f"SKIPPED (malformed): {s}")
     n_caught = sum(sum(v) for v in caught.values())
     rate = n_caught / drifts if drifts else 1.0
     print(
-        f"drifts with claimed ids caught at warning or worse (labelled stage or invariant): "
+        f"drifts with claimed ids caught at warning or worse (labelled stage or invariant, "
+        f"not raised on the faithful session): "
         f"{n_caught}/{drifts} = {rate:.0%} (target >= 80 %: {'met' if rate >= 0.8 else 'NOT met'})"
-        f"; any warning anywhere: {anywhere}/{drifts}"
+        f"; any new warning anywhere: {anywhere}/{drifts}"
     )
     for kind, hits in sorted(caught.items()):
         print(f"  {kind:28} {sum(hits)}/{len(hits)}")

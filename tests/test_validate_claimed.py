@@ -246,3 +246,13 @@ def test_a_founder_claim_reusing_the_idea_s_words_to_add_a_fee_is_flagged(
         "claim_consistency"
     )
     assert "adds a business model the idea never mentions" in f.message
+
+
+def test_nobody_negates_a_sign_up_sentence() -> None:
+    """Found by the held-out split: "Nobody from the public can register" is an exclusion."""
+    from haytham.validate.negation import affirmed_matches
+    from haytham.validate.trait_propagation import _TEXT
+
+    sign_up = _TEXT["open_registration"]
+    assert affirmed_matches("Nobody from the public can register.", sign_up) == []
+    assert affirmed_matches("Visitors can join from the landing page.", sign_up)
