@@ -49,7 +49,7 @@ SPLITS = {
 }
 SWEEP = {  # the thresholds that decide warnings (ratio_floor/gap only shape info findings)
     "founder_support_min": [0.45, 0.55, 0.6, 0.65, 0.7, 0.75],
-    "stage_fidelity_floor": [-0.05, -0.02, 0.0, 0.03, 0.05, 0.07, 0.09],
+    "stage_fidelity_floor": [-0.02, 0.0, 0.03, 0.05, 0.07, 0.09, 0.11, 0.13, 0.15],
 }
 
 

@@ -206,6 +206,13 @@ class ValidatorSettings(BaseModel):
         description="Share of a founder claim's content words that must occur in the idea or "
         "in idea-analysis's restatement of it.",
     )
+    founder_meaning_min: float = Field(
+        default=0.45,
+        ge=-1.0,
+        le=1.0,
+        description="A founder claim whose meaning is this close (cosine) to one sentence of the "
+        "idea says what the founder said, even in other words.",
+    )
     quantity_tolerance: float = Field(
         default=0.05,
         ge=0.0,
@@ -225,8 +232,22 @@ class ValidatorSettings(BaseModel):
         le=1.0,
         description="…and this far below the stage's median ratio (both: warning; one: info).",
     )
+    carrier_drop: float = Field(
+        default=0.4,
+        ge=0.0,
+        le=2.0,
+        description="A stage whose carriers of an invariant express it this much worse (cosine) "
+        "than another descriptive stage's carriers do has left it while claiming it.",
+    )
+    carrier_part_drop: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=2.0,
+        description="The same for one part of a compound invariant (a short phrase, whose "
+        "cosine varies more between faithful wordings).",
+    )
     stage_fidelity_floor: float = Field(
-        default=0.025,
+        default=0.06,
         ge=-1.0,
         le=1.0,
         description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "

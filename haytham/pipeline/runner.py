@@ -27,12 +27,25 @@ from haytham.errors import ContractViolation, HaythamError, StageFailed
 from haytham.impact import compute_impact, impact_lines
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
-from haytham.pipeline.context import Context, build_anchor_context, build_stage_context
+from haytham.pipeline.context import (
+    Context,
+    build_anchor_context,
+    build_pin_context,
+    build_stage_context,
+)
 from haytham.pipeline.state import SessionState
 from haytham.redact import carries_secret, redact, scrubbed
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
 from haytham.schemas.base import parse_contract, salvage
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.pins import (
+    PIN_AGENT,
+    TraitPins,
+    apply_pins,
+    ask_founder,
+    pin_request,
+    unpinned,
+)
 from haytham.schemas.verification import ReviewArtifact
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
@@ -386,12 +399,44 @@ class StageRunner:
         except HaythamError as exc:
             self._failed(stage, exc.to_dict())
             raise
+        anchor = self._pin(state, anchor)
         self.files.append_event(
             "stage_completed",
             stage,
             tokens=tokens,
             status="completed",
             wall_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return anchor
+
+    def _pin(self, state: SessionState, anchor: ConceptAnchor) -> ConceptAnchor:
+        """Pins wherever a trait family exists: one extra structured call asks for the pins the
+        extraction left out; what is still missing becomes a Gate 1 question for the founder.
+        A failed call loses nothing: the founder is asked instead (the failure is logged)."""
+        if not unpinned(anchor):
+            return anchor
+        missing = [i.id for i in unpinned(anchor)]
+        try:
+            ctx = build_pin_context(state.idea, anchor.render(), pin_request(anchor))
+            answer = self.ask(
+                PIN_AGENT,
+                "heavy",
+                load_prompt("anchor_pins.md"),
+                ctx,
+                TraitPins,
+                account_as=ANCHOR_AGENT,
+            )
+            assert isinstance(answer, TraitPins)
+            anchor = apply_pins(anchor, answer)
+        except HaythamError as exc:
+            self.files.append_event("anchor_pins_failed", ANCHOR_AGENT, error=exc.to_dict())
+        anchor = ask_founder(anchor)
+        self.files.append_event(
+            "anchor_pins",
+            ANCHOR_AGENT,
+            asked=missing,
+            pinned={i.id: i.trait for i in anchor.invariants if i.id in missing and i.trait},
+            founder=[i.id for i in anchor.invariants if i.id in missing and i.needs_pin],
         )
         return anchor
 

@@ -20,7 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from haytham.errors import InputError
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.traits import parse_trait_ref
+from haytham.schemas.traits import family_of, parse_trait_ref
 
 AMBIGUITY_THRESHOLD = 0.7
 LEAVE_OPEN = "Leave this open: my idea does not say"
@@ -88,6 +88,23 @@ def invariant_id(n: int) -> str:
     return f"INV-{n}"
 
 
+PART_LETTERS = "abcdefghij"
+_PART_REF = re.compile(r"^\s*(?:inv[\s_\-#]*)?0*(\d+)\s*[\-_.]?\s*([a-j])\s*$", re.IGNORECASE)
+
+
+def part_id(inv_id: str, index: int) -> str:
+    """The id of part ``index`` (0-based) of invariant ``inv_id``: ``INV-3``, 1 → ``INV-3b``."""
+    return f"{inv_id}{PART_LETTERS[index]}"
+
+
+def split_part_ref(ref: str) -> tuple[str, int] | None:
+    """``"INV-3b"`` / ``"inv 3-b"`` → ("INV-3", 1); None when ``ref`` names no part."""
+    m = _PART_REF.match(ref)
+    if m is None:
+        return None
+    return invariant_id(int(m.group(1))), PART_LETTERS.index(m.group(2).lower())
+
+
 class Invariant(TolerantModel):
     """A property every later stage must honour (or explicitly override with a reason).
 
@@ -122,6 +139,13 @@ class Invariant(TolerantModel):
     ambiguity: str | None = Field(default=None, description="If confidence < 0.7: what is unclear.")
     clarification_options: list[str] = Field(
         default_factory=list, description="If confidence < 0.7: 2-3 concrete choices."
+    )
+    parts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Only when the value joins several separate conditions ('members only, approved by "
+            "the committee'): each condition, in order; code numbers them INV-3a, INV-3b, ..."
+        ),
     )
     option_traits: dict[str, str] = Field(
         default_factory=dict,
@@ -164,10 +188,26 @@ class Invariant(TolerantModel):
             raise ValueError("property must contain letters or digits")
         return name
 
-    @field_validator("clarification_options", mode="before")
+    @field_validator("clarification_options", "parts", mode="before")
     @classmethod
     def _none_is_empty(cls, v: object) -> object:
         return [] if v is None else v
+
+    @field_validator("parts")
+    @classmethod
+    def _real_parts(cls, v: list[str]) -> list[str]:
+        """Parts are distinct non-blank conditions; one part alone is no split (the whole)."""
+        parts = _distinct(v)[: len(PART_LETTERS)]
+        return parts if len(parts) >= 2 else []
+
+    @field_validator("option_traits", mode="before")
+    @classmethod
+    def _trait_refs(cls, v: object) -> object:
+        """Each option's trait ref in the vocabulary's spelling; unparseable refs are dropped."""
+        if not isinstance(v, dict):
+            return {}
+        refs = {str(k).strip(): parse_trait_ref(t) for k, t in v.items()}
+        return {k: f"{r[0]}={r[1]}" for k, r in refs.items() if r is not None and k}
 
     @field_validator("id", mode="before")
     @classmethod
@@ -215,6 +255,25 @@ class Invariant(TolerantModel):
         """(trait, value) this invariant pins, or None."""
         return parse_trait_ref(self.trait)
 
+    @builtins.property
+    def family(self) -> str | None:
+        """The trait family this invariant's kind is pinned in (access → auth), or None."""
+        return family_of(self.kind)
+
+    @builtins.property
+    def needs_pin(self) -> bool:
+        """Whether its kind has a trait family but no trait of that family is pinned."""
+        ref = self.trait_ref
+        return self.family is not None and (ref is None or ref[0] != self.family)
+
+    def part_ids(self) -> list[str]:
+        """``INV-3a``, ``INV-3b``, ... for its parts (none when it has no parts)."""
+        return [part_id(self.id, n) for n in range(len(self.parts))]
+
+    def part_texts(self) -> dict[str, str]:
+        """part id → the condition it names."""
+        return dict(zip(self.part_ids(), self.parts, strict=True))
+
     @field_validator("clarification_options")
     @classmethod
     def _no_blank_options(cls, v: list[str]) -> list[str]:
@@ -251,7 +310,8 @@ class Invariant(TolerantModel):
             self.ambiguity = (
                 f"The extractor is only {round(self.confidence * 100)}% sure of this value."
             )
-        options = _distinct(self.clarification_options)[:3]
+        keep = max(3, sum(1 for o in self.clarification_options if o in self.option_traits))
+        options = _distinct(self.clarification_options)[:keep]
         if len(options) < 2:
             options = _distinct([*options, self.value, LEAVE_OPEN])[:2]
         self.clarification_options = options
@@ -311,6 +371,7 @@ class Invariant(TolerantModel):
             polarity=self.polarity,
             trait=None if open_ else pin,
             value="" if open_ else choice,
+            parts=[] if open_ or choice.strip() != self.value.strip() else self.parts,
             source=self.source,
             confidence=1.0 if by_user and not open_ else self.confidence,
             ambiguity=None,
@@ -399,7 +460,9 @@ class ConceptAnchor(TolerantModel):
         content = {
             "intent": self.intent.model_dump(mode="json"),
             "invariants": [
-                [i.id, i.property, i.kind, i.polarity, i.value, i.trait] for i in self.invariants
+                [i.id, i.property, i.kind, i.polarity, i.value, i.trait]
+                + ([i.parts] if i.parts else [])
+                for i in self.invariants
             ],
             "identity": [f.feature for f in self.identity],
         }
@@ -431,20 +494,43 @@ class ConceptAnchor(TolerantModel):
         key = _snake(re.split(r"[:=(\u2014\u2013]| - ", text, maxsplit=1)[0])
         return next((i for i in self.invariants if i.property == key), None)
 
+    def resolve_part(self, ref: object) -> str | None:
+        """The part id ``ref`` names (``"inv-3B"`` → ``INV-3b``) when that invariant has that
+        part; the whole invariant's id when it has no parts (a near-miss); else None."""
+        if not isinstance(ref, str):
+            return None
+        split = split_part_ref(ref)
+        if split is None:
+            return None
+        inv = next((i for i in self.invariants if i.id == split[0]), None)
+        if inv is None:
+            return None
+        if not inv.parts:
+            return inv.id
+        return part_id(inv.id, split[1]) if split[1] < len(inv.parts) else None
+
     def resolve_refs(self, refs: list[str]) -> tuple[list[str], list[str]]:
-        """(the anchor ids ``refs`` name, in order and once each; the refs that name nothing)."""
+        """(the anchor ids ``refs`` name, in order and once each; the refs that name nothing).
+
+        A part reference (``INV-3a``) stays a part id when the invariant has that part."""
         ids: list[str] = []
         unknown: list[str] = []
         for ref in refs:
-            inv = self.resolve_ref(ref)
-            if inv is None:
+            part = self.resolve_part(ref)
+            inv = self.resolve_ref(ref) if part is None else None
+            found = part if part is not None else (inv.id if inv is not None else None)
+            if found is None:
                 unknown.append(ref)
-            elif inv.id not in ids:
-                ids.append(inv.id)
+            elif found not in ids:
+                ids.append(found)
         return ids, unknown
 
     def ids(self) -> list[str]:
         return [i.id for i in self.invariants]
+
+    def ref_ids(self) -> list[str]:
+        """Every id an item may carry: each invariant's id and its part ids."""
+        return [x for i in self.invariants for x in (i.id, *i.part_ids())]
 
     def open_ambiguities(self) -> list[Invariant]:
         return [i for i in self.invariants if i.is_ambiguous]
@@ -500,6 +586,7 @@ class ConceptAnchor(TolerantModel):
                 else pin or (inv.trait if value.strip() == inv.value.strip() else None),
                 "value": "" if open_ else value.strip(),
                 "confidence": inv.confidence if open_ else 1.0,
+                "parts": inv.parts if not open_ and value.strip() == inv.value.strip() else [],
                 "ambiguity": None,
                 "clarification_options": [],
                 "option_traits": {},
@@ -559,6 +646,7 @@ class ConceptAnchor(TolerantModel):
             lines.append(
                 f'- {inv.id} {inv.property}{mark} = {inv.value} (source: "{inv.source}"){tag}'
             )
+            lines += [f"  - {pid}: {text}" for pid, text in inv.part_texts().items()]
         if self.identity:
             lines.append("Identity (do not genericize):")
             lines += [

@@ -14,9 +14,10 @@ from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.ids import as_refs
+from haytham.schemas.traits import normalise_assumes
 
 TLDR_MAX_WORDS = 300
-INVARIANT_REF = r"^INV-\d{1,2}$"
+INVARIANT_REF = r"^INV-\d{1,2}[a-j]?$"
 
 
 Source = Literal["web_search", "estimate", "unsourced"]
@@ -51,13 +52,15 @@ class Claim(TolerantModel):
 class Traceable(TolerantModel):
     """An item that says which anchor invariants it delivers (ADR-022 traceability by id).
 
-    ``carries`` lists ``INV-n`` ids; code maps near-misses (``inv-01``, the property name) to
-    the anchor's ids after parsing, and only an id that matches no invariant is a problem.
+    ``carries`` lists ``INV-n`` ids, or part ids (``INV-3a``) of a compound invariant; code
+    maps near-misses (``inv-01``, the property name) to the anchor's ids after parsing, and only
+    an id that matches no invariant (or part) is a problem.
     """
 
     carries: list[str] = Field(
         default_factory=list,
-        description="Ids of the anchor invariants (INV-n) this item delivers or keeps true.",
+        description="Ids of the anchor invariants (INV-n, or a part INV-na) this item delivers "
+        "or keeps true.",
         # guidance for the model (and a grammar for constrained decoders); parsing stays lenient
         # and code maps near-misses such as a property name to the id
         json_schema_extra={"items": {"type": "string", "pattern": INVARIANT_REF}},
@@ -74,6 +77,28 @@ class Traceable(TolerantModel):
     @classmethod
     def _listify(cls, v: object) -> object:
         return as_refs(v)
+
+
+class Assuming(Traceable):
+    """A traceable item that also states, as enums, what it takes for granted (issue 26).
+
+    ``assumes`` maps a trait family to one value of its vocabulary (``{"auth": "invite_only",
+    "cadence": "weekly"}``): how users join, the channel, payment, cadence, where it runs. Code
+    maps near-miss spellings and drops unknown families or values; the checks compare the
+    declared values with the anchor's pins and with the item's own text.
+    """
+
+    assumes: dict[str, str] = Field(
+        default_factory=dict,
+        description="For each trait family this item touches, the one value it assumes: "
+        "auth, communication, cadence, payments, deployment, realtime (vocabulary as in the "
+        'anchor\'s traits), e.g. {"auth": "invite_only", "cadence": "weekly"}.',
+    )
+
+    @field_validator("assumes", mode="before")
+    @classmethod
+    def _vocabulary(cls, v: object) -> object:
+        return normalise_assumes(v)
 
 
 class InvariantOverride(TolerantModel):

@@ -16,12 +16,14 @@ from types import MappingProxyType
 from typing import Literal, get_args
 
 Interface = Literal["web", "mobile", "cli", "api", "desktop", "web_and_mobile"]
-Auth = Literal["none", "invite_only", "open_registration", "sso", "api_key"]
+Auth = Literal["none", "invite_only", "open_registration", "sso", "api_key", "approval"]
 Deployment = Literal["hosted", "on_prem", "air_gapped", "device"]
 DataLayer = Literal["relational", "document", "files", "embedded", "none"]
 Communication = Literal["none", "email", "in_app", "push", "sms", "video", "audio", "chat"]
-Payments = Literal["none", "one_time", "subscription", "marketplace"]
+Payments = Literal["none", "one_time", "subscription", "marketplace", "barter", "donation"]
 Scheduling = Literal["none", "calendar", "reminders", "background_jobs"]
+Cadence = Literal["on_demand", "scheduled", "daily", "weekly", "monthly", "one_off"]
+"""When people use it: whenever they like, at set times, on a daily/weekly/monthly rhythm, once."""
 ItemDeployment = Literal["hosted", "on_prem", "device"]
 """Where one bought or built component runs: a vendor's servers, ours/the customer's, the
 user's device (a library or on-device model counts as ``device`` when it runs there)."""
@@ -36,6 +38,7 @@ TRAIT_VALUES: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
         "communication": get_args(Communication),
         "payments": get_args(Payments),
         "scheduling": get_args(Scheduling),
+        "cadence": get_args(Cadence),
     }
 )
 """Every trait and its allowed values (realtime is a boolean, written ``true``/``false``)."""
@@ -71,16 +74,153 @@ _ALIASES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
                 "signup": "open_registration",
                 "api_keys": "api_key",
                 "single_sign_on": "sso",
+                "approved": "approval",
+                "approval_required": "approval",
+                "vetted": "approval",
+                "manual_approval": "approval",
             }
         ),
         "realtime": MappingProxyType(
-            {"yes": "true", "live": "true", "1": "true", "no": "false", "0": "false"}
+            {
+                "yes": "true",
+                "live": "true",
+                "synchronous": "true",
+                "1": "true",
+                "no": "false",
+                "asynchronous": "false",
+                "async": "false",
+                "0": "false",
+            }
+        ),
+        "cadence": MappingProxyType(
+            {
+                "anytime": "on_demand",
+                "any_time": "on_demand",
+                "whenever": "on_demand",
+                "ad_hoc": "on_demand",
+                "continuous": "on_demand",
+                "fixed_schedule": "scheduled",
+                "set_times": "scheduled",
+                "per_day": "daily",
+                "per_week": "weekly",
+                "each_week": "weekly",
+                "every_week": "weekly",
+                "per_month": "monthly",
+                "once": "one_off",
+                "single": "one_off",
+            }
+        ),
+        "payments": MappingProxyType(
+            {
+                "free": "none",
+                "no_payments": "none",
+                "swap": "barter",
+                "exchange": "barter",
+                "trade": "barter",
+                "in_kind": "barter",
+                "donations": "donation",
+                "tips": "donation",
+                "pay_what_you_want": "donation",
+                "one_off": "one_time",
+                "recurring": "subscription",
+                "commission": "marketplace",
+            }
         ),
     }
 )
 _TRAIT_ALIASES = MappingProxyType(
-    {"access": "auth", "auth_model": "auth", "access_model": "auth", "real_time": "realtime"}
+    {
+        "access": "auth",
+        "auth_model": "auth",
+        "access_model": "auth",
+        "real_time": "realtime",
+        "interaction": "realtime",
+        "medium": "communication",
+        "channel": "communication",
+        "exchange": "payments",
+        "payment": "payments",
+        "rhythm": "cadence",
+        "frequency": "cadence",
+        "timing": "cadence",
+    }
 )
+
+FAMILY_OF_KIND: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "access": "auth",
+        "medium": "communication",
+        "cadence": "cadence",
+        "exchange": "payments",
+        "deployment": "deployment",
+        "interaction": "realtime",
+    }
+)
+"""Invariant kind -> the trait family that pins it. An invariant of one of these kinds gets a
+pin (the anchor extraction asks once more when the model leaves it out, then Gate 1 asks the
+founder); other kinds (role, structure, data, other) have no closed vocabulary."""
+
+VALUE_WORDS: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {
+        "auth": MappingProxyType(
+            {
+                "none": "No accounts: anyone uses it without signing in",
+                "invite_only": "Only people who are invited can join",
+                "open_registration": "Anyone can sign up on their own",
+                "sso": "People sign in with their organisation's single sign-on",
+                "api_key": "Programs use it with an API key",
+                "approval": "People ask to join and someone approves them first",
+            }
+        ),
+        "communication": MappingProxyType(
+            {
+                "none": "People do not send each other messages through it",
+                "email": "By email",
+                "in_app": "Messages inside the app",
+                "push": "Push notifications on their phones",
+                "sms": "By text message (SMS)",
+                "video": "By video call",
+                "audio": "By voice or audio call",
+                "chat": "By text chat",
+            }
+        ),
+        "cadence": MappingProxyType(
+            {
+                "on_demand": "Whenever people like, at any time",
+                "scheduled": "At set times that someone schedules",
+                "daily": "Once a day, every day",
+                "weekly": "On a weekly rhythm",
+                "monthly": "On a monthly rhythm",
+                "one_off": "Once, a single event",
+            }
+        ),
+        "payments": MappingProxyType(
+            {
+                "none": "No money changes hands",
+                "one_time": "People pay once",
+                "subscription": "People pay a recurring subscription",
+                "marketplace": "Buyers pay sellers through it and it takes a cut",
+                "barter": "People swap goods or help instead of paying money",
+                "donation": "People give money voluntarily, as donations",
+            }
+        ),
+        "deployment": MappingProxyType(
+            {
+                "hosted": "It runs on a hosted service in the cloud",
+                "on_prem": "It runs on the organisation's own servers",
+                "air_gapped": "It runs with no network connection at all",
+                "device": "It runs on each person's own device",
+            }
+        ),
+        "realtime": MappingProxyType(
+            {
+                "true": "Live: people take part at the same time and see each other act",
+                "false": "Each at their own pace, not at the same time",
+            }
+        ),
+    }
+)
+"""Each pinnable value in plain words: the options of a Gate 1 "which of these does your idea
+mean?" question, and the texts the checks compare an item's wording with."""
 
 
 def _snake(text: str) -> str:
@@ -121,3 +261,50 @@ def parse_trait_ref(text: object) -> tuple[str, str] | None:
         return None
     value = near_value(trait, parts[1])
     return None if value is None else (trait, value)
+
+
+SATISFIES: MappingProxyType[str, MappingProxyType[str, frozenset[str]]] = MappingProxyType(
+    {
+        "auth": MappingProxyType(
+            {"approval": frozenset({"invite_only"}), "invite_only": frozenset({"approval"})}
+        ),
+        "payments": MappingProxyType({"barter": frozenset({"none"})}),
+    }
+)
+"""Other values that keep a pin true: approval is a closed door like an invitation (the
+approver sends it), and barter takes no money, so a system with ``payments=none`` honours it."""
+
+EXCLUSIONS: frozenset[tuple[str, str]] = frozenset(
+    {("payments", "none"), ("communication", "none"), ("scheduling", "none")}
+)
+"""Pins that rule a whole trait out: like a ``forbids`` invariant, nothing "delivers" them."""
+
+
+def satisfies(family: str, pinned: str, actual: str) -> bool:
+    """Whether ``actual`` keeps a ``requires`` pin ``family=pinned`` true."""
+    return actual == pinned or actual in SATISFIES.get(family, {}).get(pinned, frozenset())
+
+
+def family_of(kind: str) -> str | None:
+    """The trait family an invariant of ``kind`` is pinned in, or None (no closed vocabulary)."""
+    return FAMILY_OF_KIND.get(kind)
+
+
+def normalise_assumes(value: object) -> dict[str, str]:
+    """A model's ``assumes`` ({"Auth": "Invite-only", "payment": "free"}) in the vocabulary:
+    near-miss families and values mapped, unknown ones dropped (a list of ``"auth=..."`` refs is
+    accepted too)."""
+    if isinstance(value, list):
+        refs = [parse_trait_ref(v) for v in value]
+        return {r[0]: r[1] for r in refs if r is not None}
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, str] = {}
+    for raw_family, raw_value in value.items():
+        family = near_trait(str(raw_family))
+        if family is None or raw_value is None:
+            continue
+        mapped = near_value(family, raw_value)
+        if mapped is not None:
+            out[family] = mapped
+    return out

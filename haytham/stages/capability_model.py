@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.envelope import Assuming, StageOutput
 from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
 from haytham.stages.base import ItemSource, Phase, StageSpec, StageView
 from haytham.stages.mvp_scope import SCOPE_IDS, ScopeItem
@@ -18,7 +18,7 @@ NON_FUNCTIONAL_IDS = IdScheme("CAP-NF-", 3)
 CAPABILITY_IDS = (FUNCTIONAL_IDS, NON_FUNCTIONAL_IDS)
 
 
-class Capability(Traceable):
+class Capability(Assuming):
     id: str = Field(
         default="",
         description="CAP-F-001, … (unique; code renumbers repeats)",
@@ -31,7 +31,7 @@ class Capability(Traceable):
     acceptance_criteria: list[str] = Field(default_factory=list, max_length=6)
 
 
-class NonFunctional(Traceable):
+class NonFunctional(Assuming):
     id: str = Field(
         default="",
         description="CAP-NF-001, … (unique; code renumbers repeats)",

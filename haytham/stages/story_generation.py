@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from haytham.schemas.base import TolerantModel
-from haytham.schemas.envelope import StageOutput, Traceable
+from haytham.schemas.envelope import Assuming, StageOutput
 from haytham.schemas.ids import IdScheme, Refs, id_pattern, relink, renumber
 from haytham.stages.architecture_decisions import DECISION_IDS, Decision
 from haytham.stages.base import ItemSource, Phase, StageSpec, StageView
@@ -24,7 +24,7 @@ APPETITE_BOUNDS = {name: size.max_stories for name, size in APPETITES.items()}
 STORY_IDS = IdScheme("STORY-", 3)
 
 
-class Story(Traceable):
+class Story(Assuming):
     id: str = Field(
         default="",
         description="STORY-001, … (unique; code renumbers repeats)",

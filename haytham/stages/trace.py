@@ -1,7 +1,9 @@
 """Traceability references, repaired by code: every ``carries`` / ``honours_exclusion`` id.
 
 A model writes ``"inv-01"``, ``"INV 1"``, ``"1"`` or the property name; after parsing, each
-reference becomes the anchor's canonical id (``INV-1``). Duplicates are dropped and order kept.
+reference becomes the anchor's canonical id (``INV-1``); a part of a compound invariant
+(``inv-3B``) becomes its part id (``INV-3b``), and a part reference to an invariant without
+parts becomes the whole id. Duplicates are dropped and order kept.
 Only a reference that names no invariant at all is a problem: it is left out of the item (so no
 later check reads a dangling id) and earns the stage one re-ask naming the valid ids; if the
 re-ask does not fix it, the problem stays on the stage for the reviewer at the gate.
@@ -60,7 +62,10 @@ def resolve_refs(
         output = output.model_copy(update={"payload": payload})
     if not unknown:
         return output, []
-    valid = ", ".join(f"{i.id} ({i.property})" for i in anchor.invariants)
+    valid = ", ".join(
+        f"{i.id} ({i.property}{'; parts ' + ', '.join(i.part_ids()) if i.parts else ''})"
+        for i in anchor.invariants
+    )
     return output, [
         f"unknown invariant references: {'; '.join(unknown[:8])}"
         f"{' …' if len(unknown) > 8 else ''}. Use only the anchor's ids: {valid}"

@@ -15,14 +15,19 @@ competitors' pricing):
   reports it. A competitor's ``pricing_source: web_search`` is checked the same way against its
   ``pricing_evidence`` (kept in ``claimed_pricing_source``). A statistic the stage itself marks
   ``unsourced`` is reported too.
-* **phantom founder claim** — a risk-assessment claim with ``origin: founder`` whose content words
-  are mostly absent from the idea text and from idea-analysis (the pipeline's restatement of the
-  idea, worded as the later stages word things, so a paraphrase is not mistaken for a phantom),
-  or whose numbers the idea never states.
+* **phantom founder claim** — a risk-assessment claim with ``origin: founder`` that the idea does
+  not make: it states numbers the idea never states; or it introduces a business model (paying,
+  fees, prices, subscriptions, revenue, funding, an amount of money) where the idea affirms none
+  (an idea saying "no money changes hands" affirms none); or its meaning is far from every
+  sentence of the idea (cosine under ``founder_meaning_min``) *and* its content words are mostly
+  absent from the idea and idea-analysis. Meaning, not shared words, decides: a terse paraphrase
+  in other words is close in meaning; a claim that reuses the idea's words to add a per-sack fee
+  introduces money. Without embeddings, the share of content words decides alone.
 
 Cannot catch: a quantity restated in words without digits, two different quantities that share
-a topic and qualifiers, a tool result that contains the number by coincidence, or a founder claim
-that reuses the idea's words to say something the founder did not mean.
+a topic and qualifiers, a tool result that contains the number by coincidence, or a phantom
+commitment without money or numbers that is close in meaning to the idea ("parents have asked
+for an app").
 """
 
 from __future__ import annotations
@@ -36,8 +41,9 @@ from haytham.stages import idea_analysis, market_context, risk_assessment
 from haytham.validate.common import STAGE_NUMBER, Context, finding
 from haytham.validate.lexicon import hits, key_terms
 from haytham.validate.model import CLAIM_CONSISTENCY, Finding
+from haytham.validate.negation import affirmed_matches
 from haytham.validate.quantities import Quantity, close, extract, numbers, same_quantity
-from haytham.validate.text import normalize, short, strings_of, term_set
+from haytham.validate.text import normalize, sentences, short, strings_of, term_set
 
 NAME = CLAIM_CONSISTENCY
 _URL = re.compile(r"https?://[^\s)\]\"'>]+", re.IGNORECASE)
@@ -264,6 +270,33 @@ def founder_support(
     return share, [n for n in needles if n not in found], unknown
 
 
+_MONEY = re.compile(
+    r"(?:[£$€¥]\s?\d|\b\d[\d.,]*\s?(?:usd|eur|gbp|dollars?|euros?|pounds?)\b|"
+    r"\b(?:pay|pays|paid|paying|payments?|fees?|pric(?:e|es|ed|ing)|subscri(?:be|bers?|ptions?)|"
+    r"revenue|monetis\w*|monetiz\w*|fund|funds|funded|funding|charg(?:e|es|ed|ing)|"
+    r"sells?|selling|sold|invoic\w*|membership fees?|commission)\b)"
+)
+"""A business model: money changing hands (the generic vocabulary of paying, not a domain's)."""
+
+
+def introduces_money(statement: str, idea: str) -> str:
+    """The clause of ``statement`` that affirms a business model the idea never affirms, or ''."""
+    said = affirmed_matches(statement, _MONEY)
+    if not said or affirmed_matches(idea, _MONEY):
+        return ""
+    return said[0]
+
+
+def _closest_in_idea(ctx: Context, statements: list[str]) -> list[float] | None:
+    """Per statement, the cosine of its closest idea sentence (None without embeddings)."""
+    if ctx.embedder is None or not ctx.settings.embeddings or not statements:
+        return None
+    idea = sentences(ctx.snap.idea) or [ctx.snap.idea]
+    matrix = ctx.embedder.encode([*idea, *statements])
+    sims = matrix[len(idea) :] @ matrix[: len(idea)].T
+    return [float(row.max()) for row in sims]
+
+
 def _phantom(ctx: Context) -> list[Finding]:
     risk = ctx.payload(risk_assessment.SPEC.slug)
     if risk is None or not ctx.wants(risk_assessment.SPEC.slug) or not ctx.snap.idea.strip():
@@ -275,15 +308,27 @@ def _phantom(ctx: Context) -> list[Finding]:
         else ""
     )
     found: list[Finding] = []
-    for claim in risk.claims:
-        if claim.origin != "founder":
-            continue
+    founder = [c for c in risk.claims if c.origin == "founder"]
+    closest = _closest_in_idea(ctx, [c.statement for c in founder])
+    for n, claim in enumerate(founder):
         share, missing, unknown = founder_support(claim.statement, ctx.snap.idea, restated)
-        if share < ctx.settings.founder_support_min or unknown:
+        money = introduces_money(claim.statement, ctx.snap.idea)
+        near = closest[n] if closest is not None else None
+        far = share < ctx.settings.founder_support_min and (
+            near is None or near < ctx.settings.founder_meaning_min
+        )
+        if unknown or money or far:
             why = (
                 f"numbers {unknown} are not in the idea"
                 if unknown
+                else f"it adds a business model the idea never mentions: {short(money, 80)!r}"
+                if money
                 else f"only {share:.0%} of its key terms occur in the idea or idea-analysis"
+                + (
+                    f", and no sentence of the idea is close in meaning ({near:.2f})"
+                    if near
+                    else ""
+                )
             )
             found.append(
                 finding(

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from haytham.schemas.anchor import ConceptAnchor, Invariant
+from haytham.schemas.anchor import ConceptAnchor, Invariant, split_part_ref
 from haytham.schemas.envelope import InvariantOverride, StageOutput
+from haytham.schemas.traits import EXCLUSIONS
 from haytham.stages import BY_SLUG, STAGES
 from haytham.validate.model import Finding, Snapshot, ValidatorSettings
 from haytham.validate.text import snake
@@ -100,6 +101,12 @@ def value_terms(inv: Invariant) -> tuple[list[str], list[str]]:
     return [t for t in keys if t in affirmed], [t for t in keys if t not in affirmed]
 
 
+def is_exclusion(inv: Invariant) -> bool:
+    """A ``forbids`` invariant, or one pinned to a trait's ``none`` (``payments=none``):
+    it rules something out, so no item can "deliver" it."""
+    return inv.polarity == "forbids" or inv.trait_ref in EXCLUSIONS
+
+
 def anchor_invariants(anchor: ConceptAnchor | None) -> list[Invariant]:
     return list(anchor.invariants) if anchor is not None else []
 
@@ -147,6 +154,22 @@ class Item:
     carries: tuple[str, ...]
     honours: tuple[str, ...] = ()
     out: bool = False  # an mvp-scope OUT-of-scope item
+    assumes: tuple[tuple[str, str], ...] = ()  # (family, value) the item declares it assumes
+
+    @property
+    def carried(self) -> tuple[str, ...]:
+        """The invariant ids it carries, a part id (``INV-3a``) counting for its invariant."""
+        return tuple(dict.fromkeys(whole_id(c) for c in self.carries))
+
+    @property
+    def honoured(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(whole_id(c) for c in self.honours))
+
+
+def whole_id(ref: str) -> str:
+    """``INV-3b`` → ``INV-3``; any other reference unchanged."""
+    split = split_part_ref(ref) if ref.upper().startswith("INV") else None
+    return split[0] if split is not None else ref
 
 
 def _item_text(item: Any) -> str:
@@ -168,6 +191,7 @@ def stage_items(ctx: Context, slug: str) -> list[Item]:
                     carries=resolve_ids(anchor, getattr(it, "carries", [])),
                     honours=resolve_ids(anchor, getattr(it, "honours_exclusion", [])),
                     out=is_out,
+                    assumes=tuple(sorted((getattr(it, "assumes", None) or {}).items())),
                 )
             )
     return out

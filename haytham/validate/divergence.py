@@ -6,11 +6,12 @@ positive part) is its best sentence match divided by the best match in the idea 
 idea's sentences and idea-analysis). A terse but faithful stage loses a little on every target;
 a drifted one loses a lot on the targets it dropped.
 
-(a) **Fidelity curve** — per stage, the mean of those ratios (capped at 1): 1.0 means the stage
-    expresses the anchor as well as the idea does. Stored by the pipeline in ``summary.json``
-    next to the stage's plain similarity to the idea and to the anchor. A genericized session
-    ranks below a faithful paraphrase of the same idea (``benchmarks/validators.py`` measures
-    it).
+(a) **Fidelity curve** — per stage, the mean over its affirmed sentences of the relative
+    contrast between the closest anchor target and the closest generic text (:func:`contrast`):
+    each sentence's lean divided by its own scale, so a terse stage and a wordy one that mean
+    the same score alike. Stored by the pipeline in ``summary.json`` next to the stage's plain
+    similarity to the idea and to the anchor. A genericized session ranks below every faithful
+    paraphrase of the same idea (``benchmarks/fidelity.py``, ``benchmarks/claimed.py``).
 (b) **Genericized stage** — a descriptive stage (mvp-scope, capability-model,
     story-generation) whose fidelity is below ``stage_fidelity_floor``.
 (c) **Possibly dropped** — a target whose ratio in a descriptive stage is below
@@ -86,9 +87,15 @@ def stage_ratios(vecs: SessionVectors, slug: str, tgts: list[Target]) -> dict[st
 
 
 def contrast(vecs: SessionVectors, slug: str, tgts: list[Target]) -> float | None:
-    """Mean, over the stage's affirmed sentences, of (closest anchor target − closest generic
-    text): positive when the stage reads like this idea, negative when it reads like the generic
-    product the anchor says it is not."""
+    """Mean, over the stage's affirmed sentences, of the *relative* contrast
+    (closest anchor target − closest generic text) ÷ (|closest target| + |closest generic|):
+    positive when the stage reads like this idea, negative when it reads like the generic
+    product the anchor says it is not.
+
+    Dividing each sentence's contrast by its own scale makes the measure ignore style: a terse
+    sentence matches everything a little less than a wordy one, so its raw difference is
+    smaller while the direction it leans — which is the meaning — is the same. Each sentence
+    counts once, whatever its length."""
     sv = vecs.stages.get(slug)
     if sv is None or not tgts or vecs.generic is None or not len(vecs.generic):
         return None
@@ -98,7 +105,8 @@ def contrast(vecs: SessionVectors, slug: str, tgts: list[Target]) -> float | Non
     m = sv.included[keep]
     toward = (m @ np.stack([t.vector for t in tgts]).T).max(axis=1)
     away = (m @ vecs.generic.T).max(axis=1)
-    return float((toward - away).mean())
+    scale = np.maximum(np.abs(toward) + np.abs(away), 1e-6)
+    return float(((toward - away) / scale).mean())
 
 
 def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
@@ -142,7 +150,7 @@ def _carried_ratios(
     carriers: dict[str, list[str]] = {}
     for item in stage_items(ctx, slug):
         if not item.out and item.id in items:
-            for inv_id in item.carries:
+            for inv_id in item.carried:
                 carriers.setdefault(inv_id, []).append(item.id)
     out: dict[str, tuple[float, str]] = {}
     for t in tgts:

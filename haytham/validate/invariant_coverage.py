@@ -4,8 +4,12 @@ Structural checks, one warning each (no reading of prose):
 
 * **carried** — in each descriptive stage (mvp-scope, capability-model, story-generation) every
   ``requires`` invariant is carried: some IN item lists its id in ``carries``. A ``forbids``
-  invariant needs no carrier (nothing can "deliver" an exclusion); an OUT item that honours it
-  is the anchor at work and is never flagged;
+  invariant needs no carrier (nothing can "deliver" an exclusion), nor does one pinned to a
+  trait's ``none`` (``payments=none``: an exclusion written as a requirement); an OUT item that
+  honours it is the anchor at work and is never flagged;
+* **assumptions** — an IN item's declared ``assumes`` (capabilities, stories) against the pins:
+  a value the pin does not allow, for an item that claims to carry the invariant, or for any
+  item where the family admits one value only (one way to join, to pay, to run; live or not);
 * **not scoped out** — an mvp-scope OUT item that carries a ``requires`` invariant without
   saying it honours it takes the invariant out of the MVP;
 * **not contradicted** — no IN item affirmatively describes what an invariant's pinned trait
@@ -17,7 +21,10 @@ Structural checks, one warning each (no reading of prose):
 * **overrides have a reason**, and a stage that reports genericizing an identity feature says so.
 
 Second opinions (``info``): a stage that neither preserves nor overrides an invariant in its
-``anchor_compliance``; an IN item whose affirmed text names what a ``forbids`` invariant excludes.
+``anchor_compliance``; an IN item whose affirmed text names what a ``forbids`` invariant excludes;
+an item whose text describes what its own declared ``assumes`` value rules out (a story that
+declares ``auth=invite_only`` and describes a public sign-up form; where a pin covers the family,
+the pinned check above already warns).
 
 A descriptive stage that declares no ``carries`` at all (a model that ignored the optional
 fields, or a session from before them) is not judged here: the embedding validator's semantic
@@ -33,14 +40,17 @@ import re
 
 from haytham.schemas.anchor import Invariant
 from haytham.schemas.envelope import StageOutput
+from haytham.schemas.traits import satisfies
 from haytham.validate.common import (
     DESCRIPTIVE,
     WHAT_HOW_STORIES,
     Context,
     Item,
     finding,
+    is_exclusion,
     names_invariant,
     override_for,
+    resolved,
     stage_items,
     traced,
     value_terms,
@@ -49,7 +59,7 @@ from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.negation import affirmed_clauses
 from haytham.validate.text import short, term_set, terms
-from haytham.validate.trait_propagation import pinned_contradiction
+from haytham.validate.trait_propagation import declared_contradiction, pinned_contradiction
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(
@@ -101,18 +111,40 @@ def _unknown_refs(slug: str, items: list[Item], known: set[str]) -> list[Finding
     return found
 
 
+def _parts_uncarried(slug: str, inv: Invariant, carriers: list[Item]) -> list[Finding]:
+    """Parts of a compound ``requires`` invariant that no carrier lists, when the stage carries
+    it by part ids: an item listing the whole id carries every part here (the embedding check,
+    :mod:`haytham.validate.carriers`, attributes it to the parts its text expresses)."""
+    if inv.polarity != "requires" or not inv.parts or any(inv.id in i.carries for i in carriers):
+        return []
+    return [
+        finding(
+            NAME,
+            slug,
+            f"no IN item of {slug} carries part {pid} ({short(text, 70)!r}) of {_label(inv)}",
+            invariant=inv,
+            evidence="carried parts: "
+            + ", ".join(sorted({c for i in carriers for c in i.carries if c.startswith(inv.id)})),
+        )
+        for pid, text in inv.part_texts().items()
+        if not any(pid in i.carries for i in carriers)
+    ]
+
+
 def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
     anchor = ctx.snap.anchor
     assert anchor is not None
     items = stage_items(ctx, slug)
     if not traced(items):
         return []
-    found = _unknown_refs(slug, items, set(anchor.ids()))
+    found = _unknown_refs(slug, items, set(anchor.ref_ids()))
     ins = [i for i in items if not i.out]
     for inv in anchor.decided():  # an open invariant has no value to carry or preserve
         if override_for(ctx, out, inv) is not None:
             continue
-        scoped_out = [i for i in items if i.out and inv.id in i.carries and inv.id not in i.honours]
+        scoped_out = [
+            i for i in items if i.out and inv.id in i.carried and inv.id not in i.honoured
+        ]
         if inv.polarity == "requires" and scoped_out:
             found.append(
                 finding(
@@ -126,8 +158,8 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 )
             )
             continue
-        carriers = [i for i in ins if inv.id in i.carries]
-        if inv.polarity == "requires" and not carriers:
+        carriers = [i for i in ins if inv.id in i.carried]
+        if inv.polarity == "requires" and not carriers and not is_exclusion(inv):
             found.append(
                 finding(
                     NAME,
@@ -139,6 +171,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 )
             )
             continue
+        found += _parts_uncarried(slug, inv, carriers)
         pinned = [(i, e) for i in ins if (e := pinned_contradiction(inv, i.text))]
         if pinned:
             item, evidence = pinned[0]
@@ -170,6 +203,82 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                     )
                 )
                 break
+    return found
+
+
+_EXCLUSIVE = ("auth", "payments", "deployment", "realtime")
+"""Families where an item assuming another value than the pin contradicts it even when the item
+does not carry the invariant (one way to join, to pay, to run; live or not). A different channel
+or rhythm in one item (an email reminder under a video pin) contradicts only an item that claims
+to carry the invariant."""
+_CLOSED_AUTH = ("invite_only", "approval", "sso", "api_key")
+_NO_MONEY = ("none", "barter")
+
+
+def _assumption_conflict(family: str, pinned: str, assumed: str, carried: bool) -> bool:
+    """Whether an item assuming ``family=assumed`` contradicts a ``requires`` pin ``pinned``."""
+    if satisfies(family, pinned, assumed):
+        return False
+    if carried:
+        return True
+    if family not in _EXCLUSIVE:
+        return False
+    if family == "auth":  # a closed pin is broken only by a way in that is not closed
+        return pinned not in _CLOSED_AUTH or assumed not in _CLOSED_AUTH
+    if family == "payments":
+        return (pinned in _NO_MONEY) != (assumed in _NO_MONEY) or pinned == "barter"
+    return True
+
+
+def _assumptions(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
+    """Items' declared ``assumes`` against the anchor's pins: an item that assumes another value
+    than a ``requires`` pin of its family (or the value a ``forbids`` pin rules out)."""
+    anchor = ctx.snap.anchor
+    assert anchor is not None
+    found: list[Finding] = []
+    ins = [i for i in stage_items(ctx, slug) if not i.out and i.assumes]
+    for item in ins:  # second opinion: the item's text against its own declared values
+        for family, value in item.assumes:
+            said = declared_contradiction(family, value, item.text)
+            if said:
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"{item.id} declares {family}={value} but its text describes {said}",
+                        item=item.id,
+                        evidence=short(item.text, 160),
+                        info=True,
+                    )
+                )
+    for inv in anchor.invariants:
+        ref = inv.trait_ref
+        if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
+            continue
+        family, pinned = ref
+        for item in ins:
+            assumed = dict(item.assumes).get(family)
+            if assumed is None:
+                continue
+            carried = inv.id in item.carried
+            if inv.polarity == "forbids":
+                broken = assumed == pinned
+            else:
+                broken = _assumption_conflict(family, pinned, assumed, carried)
+            if not broken:
+                continue
+            claim = " while claiming to carry it" if carried else ""
+            found.append(
+                finding(
+                    NAME,
+                    slug,
+                    f"{item.id} assumes {family}={assumed}{claim}, but {_label(inv)} "
+                    f"{inv.polarity} {family}={pinned}",
+                    invariant=inv,
+                    item=item.id,
+                    evidence=f"{item.id} assumes {dict(item.assumes)}; {short(item.text, 120)!r}",
+                )
+            )
     return found
 
 
@@ -239,5 +348,6 @@ def check(ctx: Context) -> list[Finding]:
         found += _accounted(ctx, slug, out)
         if slug in DESCRIPTIVE:
             found += _descriptive(ctx, slug, out)
+            found += _assumptions(ctx, slug, out)
             found += _genericized_reported(ctx, slug, out)
     return found

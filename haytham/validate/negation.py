@@ -15,7 +15,7 @@ import re
 from haytham.validate.text import normalize, sentences, term_set
 
 _PRE_CUES = re.compile(
-    r"\b(?:not|no|zero|never|without|nor|neither|none|nothing|instead of|rather than|avoids?|"
+    r"\b(?:not|no|zero|never|without|nor|neither|none|nothing|nobody|instead of|rather than|avoids?|"
     r"avoiding|exclud(?:e|es|ed|ing)|except|drops?|dropped|skips?|skipped|defer(?:s|red)?|"
     r"postpone[sd]?|removes?|removed|disables?|disabled|forgo(?:es)?|lacks?|free of|"
     r"out of scope|outside (?:the )?scope|no need for|not needed|later version of|"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
-from dataclasses import replace
 
 from haytham.errors import HaythamError
 from haytham.stages import get_stage, idea_analysis
 from haytham.validate import (
     appetite,
+    carriers,
     claims,
     competitor_map,
     contradiction,
@@ -30,6 +30,7 @@ from haytham.validate.embeddings import Embedder
 from haytham.validate.model import (
     EMBEDDING_CONTRADICTION,
     EMBEDDING_DIVERGENCE,
+    INVARIANT_COVERAGE,
     VALIDATOR_NAMES,
     Finding,
     Snapshot,
@@ -85,6 +86,8 @@ def run_validators(
     """
     settings = settings if settings is not None else ValidatorSettings()
     wanted = None if stages is None else frozenset(get_stage(s).slug for s in stages)
+    if settings.embeddings and embedder is None:
+        embedder = Embedder()  # loads its model on first use only
     ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
     found: list[Finding] = []
     for name, check in LEXICAL:
@@ -93,7 +96,6 @@ def run_validators(
     if settings.embeddings:
         slugs = _embedding_stages(ctx)
         if slugs:
-            ctx = replace(ctx, embedder=embedder if embedder is not None else Embedder())
             vecs = semantic.build(ctx, slugs)
             result: list[tuple[list[Finding], dict[str, dict[str, float]]]] = []
 
@@ -103,6 +105,7 @@ def run_validators(
                 return fs
 
             found += _guarded(EMBEDDING_DIVERGENCE, _divergence)
+            found += _guarded(INVARIANT_COVERAGE, lambda: carriers.check(ctx))
             if result:
                 curve = result[0][1]
             found += _guarded(EMBEDDING_CONTRADICTION, lambda: contradiction.check(ctx, vecs))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
+from haytham.schemas.traits import satisfies
 from haytham.stages import (
     architecture_decisions,
     build_buy_analysis,
@@ -92,8 +93,17 @@ _TEXT: dict[str, re.Pattern[str]] = {
     ),
     "open_registration": re.compile(
         r"\b(?:open registration|selfregistration|public (?:signup|registration)|"
-        r"anyone can (?:signup|register|join|create an account)|"
-        r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register)\b|"
+        r"anyone can (?:signup|register|join|create an account|enrol|enroll)|"
+        r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
+        r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
+        r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
+        r"anyone (?:(?!could |would |might )[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|"
+        r"enrol|enroll)s?\b|"
+        r"(?:visitors?|strangers?|the public|passers-?by) (?:can |may |will )?(?:join|signup|"
+        r"register)\b|(?:check|sign|register|enrol|enroll) themselves (?:in|up)\b|"
+        r"(?:any [a-z]+|anyone|guests?|visitors?|newcomers?|strangers?) (?:[a-z']+ ){0,3}(?:can |may "
+        r"|will )?(?:create|set up|open)s? (?:a|an|their|his|her) (?:own )?(?:[a-z]+ )?"
+        r"(?:account|profile)\b|(?:public |online |landing page )?join (?:form|page)\b|"
         r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
         r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
         r"(?:signup|registration))"
@@ -113,7 +123,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"network (?:calls?|requests?|access|connection)|online (?:api|service|lookup|sync)|"
         r"(?:external|third[ -]party|remote|online|web) (?:apis?|services?) (?:calls?|lookups?)|"
         r"calls? (?:an? |the )?(?:external|third[ -]party|remote|online|web) (?:apis?|services?)|"
-        r"syncs? (?:to|with) the cloud|"
+        r"syncs? (?:to|with) the cloud|(?:os |system |android |ios |[a-z]+'s )?share "
+        r"(?:sheet|menu)|"
         r"(?:from|via|using|calls?|queries|query) (?:the |an? )?(?:[a-z]+ ){0,3}(?:web )?api\b)\b"
     ),
     "mobile": re.compile(
@@ -176,6 +187,8 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
         return [(trait, False)]
+    if trait == "payments" and value == "barter":  # goods or help change hands, never money
+        return [("payments", False)]
     if trait == "communication" and value == "none":
         return [(tag, False) for tag in _COMM_TAGS]
     if trait == "interface":
@@ -200,6 +213,17 @@ def pinned_contradiction(inv: Invariant, text: str) -> str:
     for key, allowed in _implied(*ref, inv.polarity):
         if key in _TEXT or (key == "realtime" and allowed):
             evidence = _violation(Constraint(key, allowed, "", inv), _Row("", "", "", [], text))
+            if evidence:
+                return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
+    return ""
+
+
+def declared_contradiction(family: str, value: str, text: str) -> str:
+    """Evidence that ``text`` describes what an item's own declared ``assumes`` value
+    (``auth=invite_only``) rules out — open sign-up, payments, realtime, a network call — or ''."""
+    for key, allowed in _implied(family, value, "requires"):
+        if key in _TEXT and not allowed:
+            evidence = _violation(Constraint(key, allowed, ""), _Row("", "", "", [], text))
             if evidence:
                 return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
     return ""
@@ -241,8 +265,12 @@ def _traits_vs_anchor(ctx: Context) -> list[Finding]:
         if ref is None or not resolved(inv) or override_for(ctx, out, inv) is not None:
             continue
         trait, value = ref
+        if trait not in type(out.payload).model_fields:  # e.g. cadence: not a system trait
+            continue
         actual = out.payload.value_of(trait)
-        if (actual == value) == (inv.polarity == "requires"):
+        if inv.polarity == "requires" and satisfies(trait, value, actual):
+            continue
+        if inv.polarity == "forbids" and actual != value:
             continue
         wanted = value if inv.polarity == "requires" else f"anything but {value}"
         found.append(

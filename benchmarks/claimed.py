@@ -1,0 +1,162 @@
+"""Drift that believes it is faithful (issue 26): items still claim the invariant ids.
+
+    .venv/bin/python benchmarks/claimed.py                  # dev split (tune on this one)
+    .venv/bin/python benchmarks/claimed.py --split test     # held-out ideas: score once, at the end
+    .venv/bin/python benchmarks/claimed.py --verbose        # every finding of every case
+
+Cases live in ``tests/fixtures/claimed/{dev,test}`` (written by helpers who did not read the
+validators; same case format as ``tests/fixtures/fidelity``). Each ``label.json`` names the
+drift, the drifted ``stage`` and, where one is concerned, the ``invariant``; there is no
+expected validator: the question is whether the deterministic layer as a whole notices.
+
+Prints, for the split:
+
+* drifts caught: a finding at warning or worse about the labelled stage or the labelled
+  invariant that the idea's faithful session does not have (same validator, stage, item and
+  invariant), so a warning the faithful session already raises never counts as a catch
+  (target >= 80 %), overall and per drift kind; also "anywhere" (any new warning);
+* faithful sessions (the faithful one, the terse and the wordy paraphrase) flagged at warning
+  or worse (target <= 10 %);
+* the fidelity ranking: per idea, the genericized session's lowest descriptive-stage fidelity
+  below both faithful paraphrases' (and the faithful session's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from haytham.validate import (  # noqa: E402
+    Embedder,
+    Finding,
+    ValidationReport,
+    ValidatorSettings,
+    load_snapshot,
+    run_validators,
+)
+from haytham.validate.calibration import CaseError, load_case  # noqa: E402
+from haytham.validate.common import DESCRIPTIVE  # noqa: E402
+
+SPLITS = {s: ROOT / "tests" / "fixtures" / "claimed" / s for s in ("dev", "test")}
+FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
+
+
+def _kind(name: str) -> str:
+    return name.split("__", 1)[1] if "__" in name else "faithful"
+
+
+def _about(f: Finding, stage: str | None, invariant: str | None) -> bool:
+    """Whether a finding points at the labelled stage or the labelled invariant."""
+    if stage is not None and f.stage == stage:
+        return True
+    return bool(invariant) and (f.invariant or "").split(" ")[0].rstrip("abcdefghij") == invariant
+
+
+def _key(f: Finding) -> tuple[str, str | None, str | None, str | None]:
+    return (f.validator, f.stage, f.item, f.invariant)
+
+
+def fidelity(report: ValidationReport) -> float | None:
+    values = [report.divergence.get(s, {}).get("fidelity") for s in DESCRIPTIVE]
+    values = [v for v in values if v is not None]
+    return min(values) if values else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
+    parser.add_argument("--root", type=Path, help="another folder of cases (exploration)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    root = args.root or SPLITS[args.split]
+    settings, embedder = ValidatorSettings(), Embedder()
+    caught: dict[str, list[bool]] = defaultdict(list)
+    anywhere = drifts = 0
+    faithful: list[tuple[str, bool]] = []
+    fid: dict[str, dict[str, float | None]] = defaultdict(dict)
+    skipped: list[str] = []
+    baseline: dict[str, set[tuple[str, str | None, str | None, str | None]]] = {}
+    pending: list[tuple[str, str | None, str | None, str, list[Finding]]] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = sorted(p for p in root.iterdir() if (p / "label.json").is_file())
+        for folder in folders:
+            try:
+                case = load_case(folder, Path(tmp))
+                label = json.loads((folder / "label.json").read_text(encoding="utf-8"))
+                report = run_validators(
+                    load_snapshot(case.path), settings=settings, embedder=embedder
+                )
+            except (CaseError, ValueError, OSError) as exc:
+                skipped.append(f"{folder.name}: {exc}")
+                continue
+            kind = _kind(case.name)
+            fid[case.name.split("__", 1)[0]][kind] = fidelity(report)
+            flagged = report.flagged()
+            if args.verbose:
+                print(f"-- {case.name} ({case.drift})")
+                for f in report.findings:
+                    print(
+                        f"   [{f.severity}] {f.validator} {f.stage} {f.item} {f.invariant}: "
+                        f"{f.message[:150]}"
+                    )
+            if case.drift is None:
+                faithful.append((case.name, bool(flagged)))
+                if "__" not in case.name:
+                    baseline[case.name] = {_key(f) for f in flagged}
+                continue
+            pending.append((case.name, case.stage, label.get("invariant"), case.drift, flagged))
+    for name, stage, invariant, drift, flagged in pending:
+        new = [f for f in flagged if _key(f) not in baseline.get(name.split("__", 1)[0], set())]
+        drifts += 1
+        anywhere += bool(new)
+        hit = any(_about(f, stage, invariant) for f in new)
+        caught[drift].append(hit)
+        if not hit:
+            print(f"missed: {name}")
+    print(f"validated {len(folders)} cases of {root} in {time.perf_counter() - started:.1f} s")
+    for s in skipped:
+        print(f"SKIPPED (malformed): {s}")
+    n_caught = sum(sum(v) for v in caught.values())
+    rate = n_caught / drifts if drifts else 1.0
+    print(
+        f"drifts with claimed ids caught at warning or worse (labelled stage or invariant, "
+        f"not raised on the faithful session): "
+        f"{n_caught}/{drifts} = {rate:.0%} (target >= 80 %: {'met' if rate >= 0.8 else 'NOT met'})"
+        f"; any new warning anywhere: {anywhere}/{drifts}"
+    )
+    for kind, hits in sorted(caught.items()):
+        print(f"  {kind:28} {sum(hits)}/{len(hits)}")
+    flagged_n = sum(f for _, f in faithful)
+    fpr = flagged_n / len(faithful) if faithful else 0.0
+    print(
+        f"faithful sessions flagged at warning or worse: {flagged_n}/{len(faithful)} = {fpr:.0%} "
+        f"(target <= 10 %: {'met' if fpr <= 0.1 else 'NOT met'})"
+        + "".join(f"\n  flagged: {n}" for n, f in faithful if f)
+    )
+    good = total = 0
+    print("lowest fidelity among the descriptive stages:")
+    for idea, row in sorted(fid.items()):
+        gen = next((v for k, v in row.items() if k.startswith("genericized")), None)
+        ok_rows = [row.get(k) for k in FAITHFUL_KINDS if row.get(k) is not None]
+        if gen is None or not ok_rows:
+            continue
+        total += 1
+        ok = gen < min(ok_rows)
+        good += ok
+        cells = ", ".join(f"{k} {v:.3f}" for k, v in sorted(row.items()) if v is not None)
+        print(f"  {'ok ' if ok else 'BAD'} {idea}: {cells}")
+    print(f"genericized below every faithful version: {good}/{total}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
