@@ -241,10 +241,13 @@ def test_a_founder_claim_reusing_the_idea_s_words_to_add_a_fee_is_flagged(
     outputs = {**s.outputs, "risk-assessment": risk.model_copy(update={"payload": payload})}
     edited = Snapshot(s.idea, s.anchor, outputs, s.tool_calls)
     before = run_validators(s, settings=ValidatorSettings(), embedder=embedder)
-    assert before.by_validator("claim_consistency") == []
-    (f,) = run_validators(edited, settings=ValidatorSettings(), embedder=embedder).by_validator(
-        "claim_consistency"
-    )
+    after = run_validators(edited, settings=ValidatorSettings(), embedder=embedder)
+    # what the edit adds (the fixture's competitor pricing, unsourced, is reported either way)
+    (f,) = [
+        f
+        for f in after.by_validator("claim_consistency")
+        if f not in before.by_validator("claim_consistency")
+    ]
     assert "adds a business model the idea never mentions" in f.message
 
 
