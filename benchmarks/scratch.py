@@ -72,7 +72,7 @@ def wait_for_workers(
 ) -> None:
     """Wait until ``count`` ``haytham worker`` processes beat on the database at ``url``;
     ``RuntimeError`` if one of ``procs`` exits first or ``timeout`` s pass."""
-    from psycopg2.errors import UndefinedTable  # here: queue_choice.py's workers import this
+    from psycopg.errors import UndefinedTable  # here: queue_choice.py's workers import this
 
     from haytham.pgstore import Database
     from haytham.queue import count_live_workers

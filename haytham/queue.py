@@ -18,7 +18,15 @@ docs/deploy.md for the measured comparison.
   run again, and a live run is never started twice.
 - **Bounded**: ``HAYTHAM_WORKER_CONCURRENCY`` sessions per worker process, and at most
   ``HAYTHAM_PROVIDER_CONCURRENCY`` model calls in flight per provider across every worker
-  (:class:`haytham.models.limits.SharedCallSlots`).
+  (:class:`haytham.models.limits.SharedCallSlots`). The queue's own pool is small
+  (:data:`QUEUE_POOL_MAX`) and, like the store's, does not grow with the sessions in flight.
+- **Through database restarts**: every statement of the queue (fetch, heartbeat, finish,
+  listen) is retried with back-off while the database is away (:class:`ResilientConnector`),
+  a job whose run met the database away for too long is retried, not failed, and a worker whose
+  registration was pruned while it was paused registers again under its own id
+  (:class:`ResilientJobManager`). The sweeper waits :data:`STALLED_AFTER_S` after the server
+  (re)started before it calls any job lost, so a worker that is merely reconnecting keeps its
+  job.
 - **Stateless app instances**: :class:`QueuedRuns` answers the UI's questions (is it running,
   how did it end) from the jobs table and the session's events, never from process memory.
 """
@@ -36,11 +44,13 @@ from datetime import datetime
 from typing import Any
 
 import procrastinate
+import psycopg
 from procrastinate import exceptions as pexc
+from procrastinate import manager as pmanager
 from procrastinate.job_context import JobContext
 
-from haytham.errors import HaythamError, SessionLocked, SessionNotFound
-from haytham.pgstore import Database, PgStore
+from haytham.errors import DatabaseAway, HaythamError, SessionLocked, SessionNotFound
+from haytham.pgstore import RETRY_FOR_S, Database, PgStore, transient
 from haytham.service import Haytham
 from haytham.worker import Job, JobState, RunWorker, describe_error
 
@@ -52,6 +62,7 @@ FAILED_EVENT = "job_failed"
 HEARTBEAT_S = 2.0  # how often a worker says it is alive
 STALLED_AFTER_S = 10.0  # a worker silent this long is gone: its jobs go back to the queue
 SWEEP_S = 2.0  # how often each worker looks for such jobs
+QUEUE_POOL_MAX = 3  # the queue's connections per process (plus one listening for new jobs)
 _STATES: dict[str, JobState] = {
     "todo": "queued",
     "doing": "running",
@@ -66,40 +77,173 @@ _STATES: dict[str, JobState] = {
 def advance(context: JobContext, session_id: str, label: str) -> None:
     """The job: run ``session_id`` to its next gate (or the end) with this worker's service. A
     failure is recorded in the session's events in one sentence (the UI shows it) and fails the
-    job; a session busy elsewhere (a reviewer's decision being written) is retried."""
+    job; a session busy elsewhere (a reviewer's decision being written) or a database that
+    stayed away is retried, from the last saved step. One log line when the job starts and one
+    when it ends (session, where it stands, how long, how it ended)."""
     service: Haytham = context.additional_context["service"]
     job_id = context.job.id
-    log.info("job %s: %s of %s", job_id, label, session_id)
+    began = time.monotonic()
+
+    def line(text: str) -> None:
+        print(
+            f"worker {context.worker_name}: job {job_id} session {session_id} ({label}): {text}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    line("started" if not context.job.attempts else f"started (try {context.job.attempts + 1})")
     try:
-        service.run(session_id)
-    except SessionLocked:
+        outcome = service.run(session_id)
+    except (SessionLocked, DatabaseAway) as exc:
+        line(f"retried after {time.monotonic() - began:.1f} s: {exc}")
         raise
     except Exception as exc:
         message, kind = describe_error(exc)
         if not isinstance(exc, HaythamError):
             log.exception("job %s of %s failed", job_id, session_id)
+        line(f"failed after {time.monotonic() - began:.1f} s: {message}")
         with contextlib.suppress(HaythamError):
             service.store.open(session_id).append_event(
                 FAILED_EVENT, None, job=job_id, error=message, error_type=kind
             )
         raise
+    where = f"waiting at Gate {outcome.gate}" if outcome.gate else outcome.status
+    line(f"{where} after {time.monotonic() - began:.1f} s")
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return transient(exc) or (exc.__cause__ is not None and transient(exc.__cause__))
+
+
+async def _retrying(what: str, attempt: Any) -> Any:
+    """``await attempt()``, tried again with back-off while the database is away (the queue's
+    side of :meth:`haytham.pgstore.Database.retrying`)."""
+    deadline: float | None = None
+    delay = 0.1
+    while True:
+        try:
+            return await attempt()
+        except (pexc.ConnectorException, psycopg.Error) as exc:
+            if not _is_transient(exc) or isinstance(exc, pexc.UniqueViolation):
+                raise
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + RETRY_FOR_S
+                log.warning("the queue's database is away (%s); retrying %s", exc, what)
+            if now >= deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+class ResilientConnector(procrastinate.PsycopgConnector):
+    """procrastinate's psycopg 3 connector, with every statement and the job listener retried
+    while the database is away (a restart, a failover) instead of stopping the worker."""
+
+    async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+        parent = super().execute_query_async
+        await _retrying("a queue statement", lambda: parent(query, **arguments))
+
+    async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
+        parent = super().execute_query_one_async
+        return await _retrying("a queue statement", lambda: parent(query, **arguments))
+
+    async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
+        parent = super().execute_query_all_async
+        return await _retrying("a queue statement", lambda: parent(query, **arguments))
+
+    async def listen_notify(self, on_notification: Any, channels: Any) -> None:
+        while True:  # reconnects by itself; a refused reconnection waits and tries again
+            try:
+                await super().listen_notify(on_notification, channels)
+            except (pexc.ConnectorException, psycopg.Error) as exc:
+                if not _is_transient(exc):
+                    raise
+                await asyncio.sleep(1.0)
+
+
+class ResilientJobManager(pmanager.JobManager):
+    """procrastinate's job manager, for a worker that outlives its registration: a worker
+    paused past the stalled timeout is pruned by the next worker that starts; its next
+    heartbeat or fetch registers it again under the same id (instead of a foreign-key error
+    that ends it), and its running jobs are its own again."""
+
+    def __init__(self, connector: Any) -> None:
+        super().__init__(connector)
+        self._running: dict[int, set[int]] = {}  # worker id -> ids of jobs it runs
+
+    async def _register_again(self, worker_id: int) -> None:
+        rows = await self.connector.execute_query_all_async(
+            "INSERT INTO procrastinate_workers (id) OVERRIDING SYSTEM VALUE "
+            "VALUES (%(worker_id)s) ON CONFLICT (id) DO NOTHING RETURNING id",
+            worker_id=worker_id,
+        )
+        if not rows:
+            return
+        log.warning("worker %s was pruned while it was away: registered again", worker_id)
+        jobs = sorted(self._running.get(worker_id, ()))
+        if jobs:
+            await self.connector.execute_query_async(
+                "UPDATE procrastinate_jobs SET worker_id = %(worker_id)s WHERE id = ANY(%(jobs)s) "
+                "AND status = 'doing' AND worker_id IS NULL",
+                worker_id=worker_id,
+                jobs=jobs,
+            )
+
+    async def update_heartbeat(self, worker_id: int) -> None:
+        rows = await self.connector.execute_query_all_async(
+            "UPDATE procrastinate_workers SET last_heartbeat = now() "
+            "WHERE id = %(worker_id)s RETURNING id",
+            worker_id=worker_id,
+        )
+        if not rows:
+            await self._register_again(worker_id)
+
+    async def fetch_job(self, queues: Any, worker_id: int) -> Any:
+        try:
+            job = await super().fetch_job(queues, worker_id)
+        except pexc.ConnectorException as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.ForeignKeyViolation):
+                raise
+            await self._register_again(worker_id)
+            job = await super().fetch_job(queues, worker_id)
+        if job is not None and job.id is not None:
+            self._running.setdefault(worker_id, set()).add(job.id)
+        return job
+
+    def _done(self, job: Any) -> None:
+        for ids in self._running.values():
+            ids.discard(job.id)
+
+    async def finish_job(self, job: Any, *args: Any, **kwargs: Any) -> None:
+        await super().finish_job(job, *args, **kwargs)
+        self._done(job)
+
+    async def retry_job(self, job: Any, *args: Any, **kwargs: Any) -> None:
+        await super().retry_job(job, *args, **kwargs)
+        self._done(job)
 
 
 def queue_app(url: str) -> procrastinate.App:
     """The procrastinate app on the shared database, with the one task registered."""
     app = procrastinate.App(
-        connector=procrastinate.PsycopgConnector(
-            conninfo=url, kwargs={"application_name": f"haytham-queue {socket.gethostname()}"}
+        connector=ResilientConnector(
+            conninfo=url,
+            kwargs={"application_name": f"haytham-queue {socket.gethostname()}"},
+            min_size=1,
+            max_size=QUEUE_POOL_MAX,
         )
     )
+    app.job_manager = ResilientJobManager(app.connector)
     app.task(
         name=TASK,
         queue=QUEUE,
         pass_context=True,
         # a session busy in an app instance (a decision being written) frees up in moments
-        # (or, after a machine vanished, until the server drops its connection: keepalives)
+        # (or, after a machine vanished, until the server drops its connection: keepalives);
+        # a database away for longer than a statement waits comes back, the run goes on
         retry=procrastinate.RetryStrategy(
-            max_attempts=120, wait=1, retry_exceptions={SessionLocked}
+            max_attempts=120, wait=1, retry_exceptions={SessionLocked, DatabaseAway}
         ),
     )(advance)
     return app
@@ -166,7 +310,8 @@ class QueuedRuns(RunWorker):
 
     def _latest(self, session_id: str) -> tuple[Any, ...] | None:
         """The session's latest job: id, status, arguments, when asked, when it ended."""
-        with self.db.cursor() as cur:
+
+        def work(cur: Any) -> tuple[Any, ...] | None:
             cur.execute(
                 "SELECT j.id, j.status, j.args, "
                 "(SELECT min(at) FROM procrastinate_events e WHERE e.job_id = j.id), "
@@ -177,6 +322,8 @@ class QueuedRuns(RunWorker):
                 (session_id, TASK),
             )
             return cur.fetchone()
+
+        return self.db.run(work)
 
     def job(self, session_id: str) -> Job | None:
         row = self._latest(session_id)
@@ -209,13 +356,16 @@ class QueuedRuns(RunWorker):
 
     def running(self) -> list[str]:
         """Sessions with a job waiting or running (one job per session at a time)."""
-        with self.db.cursor() as cur:
+
+        def work(cur: Any) -> list[str]:
             cur.execute(
                 "SELECT DISTINCT lock FROM procrastinate_jobs WHERE task_name = %s "
                 "AND status IN ('todo', 'doing', 'aborting') ORDER BY lock",
                 (TASK,),
             )
             return [str(r[0]) for r in cur.fetchall()]
+
+        return self.db.run(work)
 
     def forget(self, session_id: str) -> None:
         """Nothing to drop: the jobs table is the record."""
@@ -238,13 +388,16 @@ class QueuedRuns(RunWorker):
 
 def count_live_workers(db: Database) -> int:
     """Workers on the database that sent a heartbeat within the stalled timeout."""
-    with db.cursor() as cur:
+
+    def work(cur: Any) -> int:
         cur.execute(
             "SELECT count(*) FROM procrastinate_workers "
             "WHERE last_heartbeat > now() - make_interval(secs => %s)",
             (STALLED_AFTER_S,),
         )
         return int(cur.fetchone()[0])
+
+    return db.run(work)
 
 
 def _seconds(at: datetime | None) -> float:
@@ -256,20 +409,40 @@ async def _sweep(
 ) -> None:
     """Put the jobs of workers that stopped beating back in the queue, once nobody holds their
     session's lock: a worker that is only slow (paused, swapping) still holds it and keeps its
-    job, so a live run is never started twice."""
+    job, so a live run is never started twice. After the server (re)started, or while this
+    worker could not reach it, every worker was silent and every lock forgotten: nothing is
+    called lost until ``stalled_after`` seconds of a reachable database have passed."""
+    calm_since, faults = time.monotonic(), store.db.faults
     while True:
         try:
-            for job in await app.job_manager.get_stalled_jobs(
-                task_name=TASK, seconds_since_heartbeat=stalled_after
-            ):
-                session = str(job.lock or "")
-                if session and await asyncio.to_thread(_held, store, session):
-                    continue
-                log.warning("job %s (session %s) lost its worker: queued again", job.id, session)
-                await app.job_manager.retry_job(job)
-        except (pexc.ProcrastinateException, HaythamError) as exc:  # the database is away
+            up = await asyncio.to_thread(_server_up_for, store.db)
+            if store.db.faults != faults:  # this process met the database away meanwhile
+                calm_since, faults = time.monotonic(), store.db.faults
+            if up >= stalled_after and time.monotonic() - calm_since >= stalled_after:
+                for job in await app.job_manager.get_stalled_jobs(
+                    task_name=TASK, seconds_since_heartbeat=stalled_after
+                ):
+                    session = str(job.lock or "")
+                    if session and await asyncio.to_thread(_held, store, session):
+                        continue
+                    log.warning(
+                        "job %s (session %s) lost its worker: queued again", job.id, session
+                    )
+                    await app.job_manager.retry_job(job)
+        except (pexc.ProcrastinateException, HaythamError, psycopg.Error) as exc:  # away
+            calm_since = time.monotonic()
             log.warning("could not look for stalled jobs: %s", exc)
         await asyncio.sleep(every)
+
+
+def _server_up_for(db: Database) -> float:
+    """Seconds since the database server started (a restart forgets heartbeats and locks)."""
+
+    def work(cur: Any) -> float:
+        cur.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())")
+        return float(cur.fetchone()[0])
+
+    return db.run(work)
 
 
 def _held(store: PgStore, session_id: str) -> bool:

@@ -39,12 +39,12 @@ ADMIN_URL = os.environ.get(
 def _reachable() -> None:
     """Skip the test, with the reason, unless the server answers."""
     try:
-        import psycopg2
+        import psycopg
     except ImportError:
-        pytest.skip("psycopg2 is not installed (pip install -e '.[team]')")
+        pytest.skip("psycopg is not installed (pip install -e '.[team]')")
     try:
-        psycopg2.connect(ADMIN_URL, connect_timeout=3).close()
-    except psycopg2.Error as exc:
+        psycopg.connect(ADMIN_URL, connect_timeout=3).close()
+    except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or ["?"])[0]
         pytest.skip(
             f"no PostgreSQL for the team-deployment tests ({first}); `make services` installs "

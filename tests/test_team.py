@@ -47,18 +47,14 @@ def _completed(svc, sid: str) -> list[str]:
 
 def _jobs(url: str, session_id: str) -> list[dict]:
     """The session's jobs in the queue, oldest first (their arguments as ``data``)."""
-    import psycopg2
+    import psycopg
 
-    conn = psycopg2.connect(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT status, args FROM procrastinate_jobs WHERE lock = %s ORDER BY id",
-                (session_id,),
-            )
-            return [{"status": st, "data": args} for st, args in cur.fetchall()]
-    finally:
-        conn.close()
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT status, args FROM procrastinate_jobs WHERE lock = %s ORDER BY id",
+            (session_id,),
+        ).fetchall()
+    return [{"status": st, "data": args} for st, args in rows]
 
 
 def _mid_stage(svc, runs, workers: Workers, sid: str, done: int = 0) -> int:
@@ -258,7 +254,7 @@ def test_provider_slots_bound_the_calls_in_flight_across_processes(db, tmp_path)
     from haytham.models.limits import SharedCallSlots
     from haytham.pgstore import Database
 
-    slots = [SharedCallSlots(2, Database(db).connect) for _ in range(3)]  # three "workers"
+    slots = [SharedCallSlots(2, Database(db)) for _ in range(3)]  # three "workers"
     inside, peak, guard = [0], [0], threading.Lock()
 
     async def call(n: int) -> None:
@@ -504,27 +500,35 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
     assert svc.status(sid)["status"] == "waiting_gate_2"
 
 
-def test_more_threads_than_pooled_connections_wait_their_turn(db, tmp_path) -> None:
-    from haytham.pgstore import MAX_POOLED, Database
+def test_more_threads_than_pooled_connections_wait_their_turn_on_kept_connections(
+    db, tmp_path
+) -> None:
+    from haytham.pgstore import POOL_MAX, Database
 
     shared = Database(db)
     errors: list[Exception] = []
+    backends: set[int] = set()
+
+    def one(cur) -> int:
+        cur.execute("SELECT pg_backend_pid(), pg_sleep(0.01)")
+        return int(cur.fetchone()[0])
 
     def queries() -> None:
         try:
             for _ in range(5):
-                with shared.cursor() as cur:
-                    cur.execute("SELECT pg_sleep(0.01)")
+                backends.add(shared.run(one))
         except Exception as exc:  # noqa: BLE001 - the assertion below names it
             errors.append(exc)
 
-    threads = [threading.Thread(target=queries) for _ in range(MAX_POOLED * 3)]
+    threads = [threading.Thread(target=queries) for _ in range(POOL_MAX * 3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
     shared.close()
     assert errors == []
+    # 60 statements on at most POOL_MAX server connections: connections are kept, not one each
+    assert 1 <= len(backends) <= POOL_MAX, backends
 
 
 def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path) -> None:
@@ -543,19 +547,15 @@ def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path
 
 def _job_spans(url: str) -> list[tuple[float, float]]:
     """Each finished job's (started, ended) times, from procrastinate's events."""
-    import psycopg2
+    import psycopg
 
-    conn = psycopg2.connect(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT max(at) FILTER (WHERE type = 'started'), "
-                "max(at) FILTER (WHERE type = 'succeeded') "
-                "FROM procrastinate_events GROUP BY job_id ORDER BY job_id"
-            )
-            return [(a.timestamp(), b.timestamp()) for a, b in cur.fetchall() if a and b]
-    finally:
-        conn.close()
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT max(at) FILTER (WHERE type = 'started'), "
+            "max(at) FILTER (WHERE type = 'succeeded') "
+            "FROM procrastinate_events GROUP BY job_id ORDER BY job_id"
+        ).fetchall()
+    return [(a.timestamp(), b.timestamp()) for a, b in rows if a and b]
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
@@ -596,13 +596,139 @@ def _cli_without(package: str, url: str, tmp_path, monkeypatch, capsys, *command
     return err
 
 
-def test_a_database_url_without_psycopg2_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
+def test_a_database_url_without_psycopg_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
     url = "postgresql://haytham@127.0.0.1:1/none"
-    err = _cli_without("psycopg2", url, tmp_path, monkeypatch, capsys, "sessions")
-    assert "package psycopg2 is not installed" in err and "'.[team]'" in err, err
+    err = _cli_without("psycopg", url, tmp_path, monkeypatch, capsys, "sessions")
+    assert "package psycopg is not installed" in err and "'.[team]'" in err, err
 
 
 def test_a_worker_without_procrastinate_is_one_sentence(db, tmp_path, monkeypatch, capsys) -> None:
     for command in ("worker", "migrate"):
         err = _cli_without("procrastinate", db, tmp_path, monkeypatch, capsys, command)
         assert "package procrastinate is not installed" in err and "'.[team]'" in err, err
+
+
+# -- faults: a database restart, a pruned registration, no free connection ---------------------
+def _admin(url: str, *statements: str) -> None:
+    """Run statements on the server of ``url`` from its maintenance database."""
+    import psycopg
+
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for sql in statements:
+            conn.execute(sql)
+
+
+def _restart_cluster() -> None:
+    """Restart the PostgreSQL cluster on this machine (fast shutdown: every connection drops);
+    skips the test where that can't be done."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("pg_ctlcluster") is None:
+        pytest.skip("restarting PostgreSQL needs root and pg_ctlcluster (Debian's postgresql)")
+    listed = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, check=True)
+    found = [line.split() for line in listed.stdout.splitlines() if " 5432 " in f" {line} "]
+    if not found:
+        pytest.skip("no local PostgreSQL cluster on port 5432 to restart")
+    version, name = found[0][0], found[0][1]
+    subprocess.run(["pg_ctlcluster", version, name, "restart"], check=True, timeout=120)
+
+
+def _all_mid_stage(svc, runs, workers: Workers, sids: list[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not all(_completed(svc, s) and runs.current_stage(s) is not None for s in sids):
+        assert time.monotonic() < deadline, workers.logs()
+        time.sleep(0.1)
+
+
+def test_a_database_restart_during_four_runs_loses_none_and_repeats_no_stage(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sids = [svc.create_session(IDEA) for _ in range(4)]
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(2, concurrency=2)
+        for sid in sids:
+            runs.run(sid)
+        _all_mid_stage(svc, runs, workers, sids)  # four runs, each past a step and in the next
+        _restart_cluster()
+        for sid in sids:
+            job = runs.wait(sid, timeout=240)
+            assert job is not None and job.state == "finished", (sid, job, workers.logs())
+        assert all(p.poll() is None for p in workers.procs), workers.logs()
+    for sid in sids:
+        done = _completed(svc, sid)
+        assert len(done) == len(set(done)), f"a completed stage ran again in {sid}: {done}"
+        assert svc.status(sid)["status"] == "waiting_gate_1"
+        assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]
+    assert "database" in workers.logs() and "away" in workers.logs()  # it was seen, and waited
+
+
+def test_a_paused_worker_whose_registration_was_pruned_goes_on(db, tmp_path) -> None:
+    from haytham.app import make_runs
+    from haytham.queue import STALLED_AFTER_S, count_live_workers
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(1)
+        paused = workers.procs[0]
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        _mid_stage(svc, runs, workers, sid, done=1)
+        paused.send_signal(signal.SIGSTOP)  # silent past the stalled timeout, lock still held
+        try:
+            time.sleep(STALLED_AFTER_S + 2)
+            workers.start(1)  # a rolling deploy: the new worker prunes the silent one's record
+            with svc.store.db.cursor() as cur:
+                cur.execute("SELECT count(*) FROM procrastinate_workers")
+                assert cur.fetchone()[0] == 1  # pruned
+        finally:
+            paused.send_signal(signal.SIGCONT)
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+        deadline = time.monotonic() + 30
+        while count_live_workers(svc.store.db) < 2:  # registered again, under its own id
+            assert time.monotonic() < deadline and paused.poll() is None, workers.logs()
+            time.sleep(0.2)
+        second = svc.create_session(IDEA)  # and it still takes jobs
+        runs.run(second)
+        job = runs.wait(second, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+        assert paused.poll() is None, workers.logs()
+    done = _completed(svc, sid)
+    assert len(done) == len(set(done)), done
+    assert "registered again" in workers.logs()
+    assert "lost its worker" not in workers.logs()
+
+
+def test_no_free_connection_makes_a_run_wait_not_fail(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    name = db.rsplit("/", 1)[1]
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(1)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        _mid_stage(svc, runs, workers, sid, done=1)
+        # every connection slot of the database taken: what a server at max_connections
+        # answers (53300), and every connection the worker had is gone
+        _admin(
+            db,
+            f'ALTER DATABASE "{name}" CONNECTION LIMIT 0',
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
+        )
+        try:
+            time.sleep(5)
+            assert all(p.poll() is None for p in workers.procs), workers.logs()
+        finally:
+            _admin(db, f'ALTER DATABASE "{name}" CONNECTION LIMIT -1')
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    done = _completed(svc, sid)
+    assert len(done) == len(set(done)), done
+    assert svc.status(sid)["status"] == "waiting_gate_1"
+    assert "too many connections" in workers.logs()
