@@ -90,7 +90,9 @@ class Workers:
         self.url, self.tmp_path, self.env = url, tmp_path, env
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, n: int, concurrency: int = 1) -> None:
+    def start(self, n: int, concurrency: int = 1, ready: int | None = None) -> None:
+        """Start ``n`` workers; wait until ``ready`` workers (default: every one running)
+        beat on the database."""
         haytham = Path(sys.executable).parent / "haytham"
         for _ in range(n):
             name = f"w{len(self.procs) + 1}"
@@ -104,7 +106,7 @@ class Workers:
                     stderr=subprocess.STDOUT,
                 )
             )
-        self.wait_ready(len([p for p in self.procs if p.poll() is None]))
+        self.wait_ready(ready or len([p for p in self.procs if p.poll() is None]))
 
     def wait_ready(self, n: int, timeout: float = 60) -> None:
         try:
