@@ -131,6 +131,35 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX IF NOT EXISTS {TABLE}_created_at_index ON {TABLE} (created_at);
     """,
+    # 2: what the pages need without reading every session's events: each session's provider
+    # (the first model call's, else the one it was created with) and each completed stage's
+    # wall time, kept by append_lines; filled here from the events already stored
+    """
+    ALTER TABLE haytham_sessions ADD COLUMN IF NOT EXISTS provider TEXT;
+    ALTER TABLE haytham_sessions ADD COLUMN IF NOT EXISTS called BOOLEAN NOT NULL DEFAULT false;
+    CREATE TABLE IF NOT EXISTS haytham_stage_times (
+        session_id TEXT NOT NULL REFERENCES haytham_sessions ON DELETE CASCADE,
+        stage TEXT NOT NULL,
+        wall_s DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS haytham_stage_times_session ON haytham_stage_times (session_id);
+    CREATE OR REPLACE FUNCTION haytham_try_jsonb(line TEXT) RETURNS JSONB AS $$
+    BEGIN RETURN line::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$
+    LANGUAGE plpgsql IMMUTABLE;
+    CREATE TEMP TABLE haytham_ev ON COMMIT DROP AS
+        SELECT session_id, id, haytham_try_jsonb(line) AS e FROM haytham_events;
+    INSERT INTO haytham_stage_times (session_id, stage, wall_s)
+        SELECT session_id, e->>'stage', (e->'data'->>'wall_ms')::float / 1000 FROM haytham_ev
+        WHERE e->>'type' = 'stage_completed' AND coalesce(e->>'stage', '') <> ''
+        AND jsonb_typeof(e->'data'->'wall_ms') = 'number'
+        AND (e->'data'->>'wall_ms')::float >= 0;
+    UPDATE haytham_sessions s SET provider = p.provider, called = p.called FROM (
+        SELECT DISTINCT ON (session_id) session_id,
+            nullif(e->'data'->>'provider', '') AS provider, e->>'type' = 'model_call' AS called
+        FROM haytham_ev WHERE e->>'type' IN ('model_call', 'session_created')
+        ORDER BY session_id, (e->>'type' = 'model_call') DESC, id
+    ) p WHERE p.session_id = s.session_id;
+    """,
 )
 _MIGRATION_LOCK = 0x48415954  # "HAYT": the advisory key migrations serialise on
 
@@ -413,6 +442,30 @@ class Database:
                 pool.close()
 
 
+def _facts(lines: list[str]) -> tuple[list[tuple[str, float]], str | None, str | None]:
+    """What :func:`PgSession.append_lines` keeps beside the lines: each completed stage's wall
+    time in seconds, the provider of the first model call, and the one a new session names."""
+    walls: list[tuple[str, float]] = []
+    called = created = None
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind, stage, data = event.get("type"), event.get("stage"), event.get("data") or {}
+        wall = data.get("wall_ms")
+        if kind == "stage_completed" and stage and isinstance(wall, int | float):
+            if not isinstance(wall, bool) and wall >= 0:
+                walls.append((str(stage), float(wall) / 1000))
+        elif kind == "model_call" and called is None:
+            called = str(data.get("provider") or "") or None
+        elif kind == "session_created" and created is None:
+            created = str(data.get("provider") or "") or None
+    return walls, called, created
+
+
 class PoolPersister(persistence.BaseStatePersister):
     """Burr's state persister on the shared database's pool, in Burr's PostgreSQL table layout.
 
@@ -632,14 +685,26 @@ class PgSession:
         """Append event lines as they are (an import); the session's ``updated_at`` moves and
         listeners on :data:`EVENTS_CHANNEL` hear the session's id when the write commits."""
 
+        walls, called, created = _facts(lines)
+
         def work(cur: psycopg.Cursor[Any]) -> None:
             cur.executemany(
                 "INSERT INTO haytham_events (session_id, line) VALUES (%s, %s)",
                 [(self.session_id, line) for line in lines],
             )
+            if walls:
+                cur.executemany(
+                    "INSERT INTO haytham_stage_times (session_id, stage, wall_s) "
+                    "VALUES (%s, %s, %s)",
+                    [(self.session_id, stage, wall) for stage, wall in walls],
+                )
             cur.execute(
-                "UPDATE haytham_sessions SET updated_at = now() WHERE session_id = %s",
-                (self.session_id,),
+                "UPDATE haytham_sessions SET updated_at = now(), provider = CASE "
+                "WHEN %(called)s::text IS NOT NULL AND NOT called THEN %(called)s::text "
+                "WHEN %(created)s::text IS NOT NULL AND provider IS NULL THEN %(created)s::text "
+                "ELSE provider END, called = called OR %(called)s::text IS NOT NULL "
+                "WHERE session_id = %(sid)s",
+                {"called": called, "created": created, "sid": self.session_id},
             )
             cur.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, self.session_id))
 
@@ -820,6 +885,54 @@ class PgStore:
             return [str(r[0]) for r in cur.fetchall()]
 
         return self.db.run(work)
+
+    def stage_medians(
+        self, provider: str, exclude: str | None = None
+    ) -> dict[str, tuple[float, int]]:
+        """Per stage row, the median wall time (s) of its completed runs in the sessions that
+        ran on ``provider`` (except ``exclude``), and how many: one aggregate query."""
+
+        def work(cur: psycopg.Cursor[Any]) -> dict[str, tuple[float, int]]:
+            cur.execute(
+                "SELECT t.stage, percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wall_s), "
+                "count(*) FROM haytham_stage_times t JOIN haytham_sessions s "
+                "ON s.session_id = t.session_id WHERE s.provider = %s AND s.session_id <> %s "
+                "GROUP BY t.stage",
+                (provider, exclude or ""),
+            )
+            return {str(st): (float(m), int(n)) for st, m, n in cur.fetchall()}
+
+        return self.db.run(work)
+
+    def session_rows(self) -> list[dict[str, Any]]:
+        """Every session, newest update first, as the Sessions page lists it: id, ``updated``
+        (ISO time), ``idea``, ``status`` (as ``summary.json`` last recorded it, ``None`` before
+        the first step) and ``forked_from``; one query, whatever the number of sessions."""
+
+        def work(cur: psycopg.Cursor[Any]) -> list[Any]:
+            cur.execute(
+                "SELECT s.session_id, s.updated_at, "
+                "(SELECT f.content FROM haytham_files f WHERE f.session_id = s.session_id "
+                "AND f.path = 'idea.md'), "
+                "(SELECT haytham_try_jsonb(f.content) ->> 'status' FROM haytham_files f "
+                "WHERE f.session_id = s.session_id AND f.path = 'summary.json'), "
+                "(SELECT haytham_try_jsonb(f.content) #>> '{forked_from,session_id}' "
+                "FROM haytham_files f WHERE f.session_id = s.session_id "
+                "AND f.path = 'session.json') "
+                "FROM haytham_sessions s ORDER BY s.updated_at DESC, s.session_id"
+            )
+            return cur.fetchall()
+
+        return [
+            {
+                "session": str(sid),
+                "updated": at.astimezone(UTC).isoformat(timespec="seconds"),
+                "idea": str(idea or "").strip(),
+                "status": status,
+                "forked_from": parent,
+            }
+            for sid, at, idea, status, parent in self.db.run(work)
+        ]
 
     def delete(self, session_id: str) -> None:
         files = self.open(session_id)

@@ -39,6 +39,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -50,9 +51,17 @@ from procrastinate import manager as pmanager
 from procrastinate.job_context import JobContext
 
 from haytham.errors import DatabaseAway, HaythamError, SessionLocked, SessionNotFound
-from haytham.pgstore import RETRY_FOR_S, Database, PgStore, transient
+from haytham.pgstore import EVENTS_CHANNEL, RETRY_FOR_S, Database, PgStore, transient
+from haytham.progress import Estimate
 from haytham.service import Haytham
-from haytham.worker import Job, JobState, RunWorker, describe_error
+from haytham.worker import (
+    ESTIMATE_TTL_S,
+    Job,
+    JobState,
+    RunWorker,
+    StageProgress,
+    describe_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,7 @@ FAILED_EVENT = "job_failed"
 HEARTBEAT_S = 2.0  # how often a worker says it is alive
 STALLED_AFTER_S = 10.0  # a worker silent this long is gone: its jobs go back to the queue
 SWEEP_S = 2.0  # how often each worker looks for such jobs
+VIEW_TTL_S = 30.0  # a Run page's snapshot is read again at least this often, changed or not
 QUEUE_POOL_MAX = 3  # the queue's connections per process (plus one listening for new jobs)
 _STATES: dict[str, JobState] = {
     "todo": "queued",
@@ -249,19 +259,35 @@ def queue_app(url: str) -> procrastinate.App:
     return app
 
 
-def migrate_queue(app: procrastinate.App) -> bool:
-    """Install procrastinate's schema once (``True`` when it was installed now)."""
+# A job's row changing (queued, taken, finished) is announced on the events channel with its
+# session's id, as appending an event is: pages that follow a session hear both.
+_JOB_NOTIFY = (
+    "SELECT pg_advisory_xact_lock(1212240212)",
+    "CREATE OR REPLACE FUNCTION haytham_job_notify() RETURNS trigger AS $$ BEGIN "
+    f"PERFORM pg_notify('{EVENTS_CHANNEL}', NEW.lock); RETURN NEW; END $$ LANGUAGE plpgsql",
+    "CREATE OR REPLACE TRIGGER haytham_job_notify AFTER INSERT OR UPDATE OF status "
+    "ON procrastinate_jobs FOR EACH ROW WHEN (NEW.lock IS NOT NULL) "
+    "EXECUTE FUNCTION haytham_job_notify()",
+)
+
+
+def migrate_queue(app: procrastinate.App, url: str) -> bool:
+    """Install procrastinate's schema once (``True`` when it was installed now), and the
+    trigger that announces job changes on :data:`haytham.pgstore.EVENTS_CHANNEL`."""
+    installed = False
     with app.open():
         connector = app.connector.get_sync_connector()
         found = connector.execute_query_one(
             "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
         )
-        if found["present"]:
-            return False
-        with contextlib.suppress(pexc.ConnectorException):  # a concurrent install won the race
-            app.schema_manager.apply_schema()
-            return True
-    return False
+        if not found["present"]:
+            with contextlib.suppress(pexc.ConnectorException):  # a concurrent install won
+                app.schema_manager.apply_schema()
+                installed = True
+    with psycopg.connect(url) as conn:  # one transaction
+        for sql in _JOB_NOTIFY:
+            conn.execute(sql)
+    return installed
 
 
 class QueuedRuns(RunWorker):
@@ -274,12 +300,52 @@ class QueuedRuns(RunWorker):
         if not isinstance(store, PgStore):
             raise HaythamError("Queued runs need the shared database (HAYTHAM_DATABASE_URL).")
         self.db = store.db
+        self.store = store
         self.app = queue_app(store.db.url)
-        migrate_queue(self.app)
+        migrate_queue(self.app, store.db.url)
         self.app.open()
+        self.watch = SessionWatch(store.db.url)
+        self._views: dict[str, tuple[tuple[int, int], float, Any]] = {}
+        self._workers: tuple[float, int] | None = None
 
     def close(self) -> None:
+        self.watch.close()
         self.app.close()
+
+    def view(
+        self, session_id: str, status: Any
+    ) -> tuple[Job | None, dict[str, Any], StageProgress | None]:
+        """What the Run page draws (see :meth:`RunWorker.view`), read again only when the
+        session changed: an event appended or its job moved (:class:`SessionWatch` hears it
+        from PostgreSQL), or :data:`VIEW_TTL_S` passed. Every viewer of a session in this
+        process shares one read: an open Run page costs no query while nothing happens."""
+        seen = self.watch.version(session_id)
+        now = time.monotonic()
+        with self._lock:
+            cached = self._views.get(session_id)
+        fresh = cached is not None and now - cached[1] < VIEW_TTL_S
+        if seen is not None and cached is not None and cached[0] == seen and fresh:
+            return cached[2]
+        found = (self.job(session_id), status(), self.current_stage(session_id))
+        if seen is not None:
+            with self._lock:
+                self._views[session_id] = (seen, now, found)
+        return found
+
+    def estimates(self, exclude: str | None = None) -> dict[str, Estimate]:
+        """Per stage row, the median wall time of its runs in the other sessions on this
+        provider: one aggregate query (:meth:`PgStore.stage_medians`), kept
+        :data:`haytham.worker.ESTIMATE_TTL_S` seconds."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._estimates.get(exclude)
+        if cached is not None and now - cached[0] < ESTIMATE_TTL_S:
+            return cached[1]
+        medians = self.store.stage_medians(self.service.settings.provider, exclude)
+        found = {k: Estimate(round(m, 3), n) for k, (m, n) in medians.items()}
+        with self._lock:
+            self._estimates[exclude] = (now, found)
+        return found
 
     def run(self, session_id: str, label: str = "run") -> Job:
         self.service.check_session(session_id)
@@ -371,8 +437,17 @@ class QueuedRuns(RunWorker):
         """Nothing to drop: the jobs table is the record."""
 
     def live_workers(self) -> int:
-        """Workers that are alive (a queued job with none waits until one starts)."""
-        return count_live_workers(self.db)
+        """Workers that are alive (a queued job with none waits until one starts); counted at
+        most every :data:`HEARTBEAT_S` seconds per process."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._workers
+        if cached is not None and now - cached[0] < HEARTBEAT_S:
+            return cached[1]
+        count = count_live_workers(self.db)
+        with self._lock:
+            self._workers = (now, count)
+        return count
 
     def wait(self, session_id: str, timeout: float | None = None) -> Job | None:
         """Poll until the session's latest job ends (tests and benchmarks)."""
@@ -384,6 +459,58 @@ class QueuedRuns(RunWorker):
             if deadline is not None and time.monotonic() > deadline:
                 return job
             time.sleep(0.1)
+
+
+class SessionWatch:
+    """Which sessions changed, heard on one ``LISTEN`` connection per process (a thread that
+    starts on first use): appending an event or moving a job notifies
+    :data:`~haytham.pgstore.EVENTS_CHANNEL` with the session's id. :meth:`version` is
+    ``None`` while not listening (then nothing may be trusted to be current)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._guard = threading.Lock()
+        self._versions: dict[str, int] = {}
+        self._epoch = 0  # every reconnection: anything heard before may have been missed
+        self._listening = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def version(self, session_id: str) -> tuple[int, int] | None:
+        with self._guard:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="haytham-session-watch", daemon=True
+                )
+                self._thread.start()
+            if not self._listening:
+                return None
+            return self._epoch, self._versions.get(session_id, 0)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(
+                    self.url, autocommit=True, connect_timeout=10, application_name="haytham-watch"
+                ) as conn:
+                    conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    with self._guard:
+                        self._epoch += 1
+                        self._listening = True
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=1.0):
+                            with self._guard:
+                                sid = note.payload
+                                self._versions[sid] = self._versions.get(sid, 0) + 1
+                        conn.execute("SELECT 1")  # a dead connection shows here, not never
+            except psycopg.Error as exc:
+                log.warning("not following session changes for now: %s", exc)
+            with self._guard:
+                self._listening = False
+            self._stop.wait(1.0)
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def count_live_workers(db: Database) -> int:
@@ -469,7 +596,7 @@ def run_worker(
             "(see docs/deploy.md). On one machine, `haytham run` and the app need no worker."
         )
     app = queue_app(store.db.url)
-    migrate_queue(app)
+    migrate_queue(app, store.db.url)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
     print(
         f"worker {worker_name}: taking up to {concurrency} session(s) at once from "

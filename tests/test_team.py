@@ -743,3 +743,109 @@ def test_no_free_connection_makes_a_run_wait_not_fail(db, tmp_path) -> None:
     assert len(done) == len(set(done)), done
     assert svc.status(sid)["status"] == "waiting_gate_1"
     assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]  # one job, never failed
+
+
+# -- pages that cost what they show -------------------------------------------------------------
+def test_estimates_and_the_session_list_come_from_one_query_and_agree_with_the_events(
+    db, tmp_path
+) -> None:
+    from haytham.app import make_runs
+    from haytham.progress import stage_estimates
+    from haytham.status import session_status
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sids = [svc.create_session(IDEA) for _ in range(3)]
+    for sid in sids[:2]:
+        svc.run(sid)  # two sessions at Gate 1, one not started
+    calls = []
+    counted = svc.store.db.run
+    svc.store.db.run = lambda work: (calls.append(1), counted(work))[1]
+    found = runs.estimates(exclude=sids[0])
+    listed = svc.session_rows()
+    assert len(calls) == 2  # one aggregate query each, whatever the number of sessions
+    svc.store.db.run = counted
+    # the same figures as reading every session's events
+    assert found == stage_estimates(svc.store, "replay", exclude=sids[0])
+    assert found and all(e.runs == 1 for e in found.values())  # only sids[1] counts
+    assert {r["session"] for r in listed} == set(sids)
+    for row in listed:
+        files = svc.store.open(row["session"])
+        expected = session_status(files, svc.load_state(row["session"]))
+        assert (row["status"] or "running") == expected["status"]
+        assert row["idea"] == svc.load_state(row["session"]).idea
+
+
+def test_an_open_run_page_reads_the_database_only_when_the_session_changes(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sid = svc.create_session(IDEA)
+    status = lambda: svc.status(sid)  # noqa: E731
+    deadline = time.monotonic() + 30
+    while runs.watch.version(sid) is None:  # the listener is connected
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first = runs.view(sid, status)
+    calls = []
+    counted = svc.store.db.run
+    svc.store.db.run = lambda work: (calls.append(1), counted(work))[1]
+    try:
+        for _ in range(20):  # twenty refreshes of any number of viewers: no query
+            assert runs.view(sid, status) == first
+        assert calls == []
+        before = runs.watch.version(sid)
+        svc.store.open(sid).append_event("stage_started", "idea-analysis")
+        while runs.watch.version(sid) == before:  # PostgreSQL tells the listener
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert calls  # (the append itself)
+        calls.clear()
+        runs.view(sid, status)
+        assert calls  # read again once
+    finally:
+        svc.store.db.run = counted
+
+
+def test_a_call_waiting_for_a_provider_slot_says_so_on_the_run_page(db, tmp_path) -> None:
+    import asyncio
+
+    from haytham.app import make_runs
+    from haytham.models.limits import SLOT_WAIT_EVENT, SharedCallSlots
+    from haytham.pgstore import Database
+
+    svc = _service(db, tmp_path, HAYTHAM_PROVIDER_CONCURRENCY="1", HAYTHAM_REPLAY_LATENCY="0.5")
+    runs = make_runs(svc)
+    hog = SharedCallSlots(1, Database(db))  # another worker's call holds the only slot
+    taken, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        async with hog.held("replay"):
+            taken.set()
+            await asyncio.to_thread(release.wait, 60)
+
+    holder = threading.Thread(target=lambda: asyncio.run(hold()))
+    holder.start()
+    assert taken.wait(30)
+    sid = svc.create_session(IDEA)
+    with Workers(db, tmp_path, HAYTHAM_PROVIDER_CONCURRENCY="1") as workers:
+        workers.start(1)
+        runs.run(sid)
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                now = runs.current_stage(sid)
+                if now is not None and now.waiting_since is not None:
+                    break
+                assert time.monotonic() < deadline, workers.logs()
+                time.sleep(0.1)
+            calls = [e for e in svc.store.open(sid).events() if e["type"] == "model_call"]
+            assert calls == []  # nothing called yet: the page says why
+        finally:
+            release.set()
+            holder.join(30)
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    assert runs.current_stage(sid) is None
+    assert [e["type"] for e in svc.store.open(sid).events()].count(SLOT_WAIT_EVENT) == 1
