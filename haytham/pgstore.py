@@ -160,6 +160,16 @@ MIGRATIONS: tuple[str, ...] = (
         ORDER BY session_id, (e->>'type' = 'model_call') DESC, id
     ) p WHERE p.session_id = s.session_id;
     """,
+    # 3: who each queue worker is (procrastinate_workers keeps only an id and a heartbeat)
+    """
+    CREATE TABLE IF NOT EXISTS haytham_workers (
+        worker_id BIGINT PRIMARY KEY,
+        name TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    """,
 )
 _MIGRATION_LOCK = 0x48415954  # "HAYT": the advisory key migrations serialise on
 

@@ -181,6 +181,27 @@ class ResilientJobManager(pmanager.JobManager):
     def __init__(self, connector: Any) -> None:
         super().__init__(connector)
         self._running: dict[int, set[int]] = {}  # worker id -> ids of jobs it runs
+        self.worker_name: str | None = None  # set by run_worker: recorded in haytham_workers
+
+    async def register_worker(self) -> int:
+        worker_id = await super().register_worker()
+        await self._name_worker(worker_id)
+        return worker_id
+
+    async def _name_worker(self, worker_id: int) -> None:
+        """Who worker ``worker_id`` is, in ``haytham_workers`` (its name, host and pid), so
+        ``procrastinate_jobs.worker_id`` can be read as a name."""
+        if self.worker_name is None:
+            return
+        await self.connector.execute_query_async(
+            "INSERT INTO haytham_workers (worker_id, name, host, pid) VALUES "
+            "(%(worker_id)s, %(name)s, %(host)s, %(pid)s) ON CONFLICT (worker_id) DO UPDATE "
+            "SET name = EXCLUDED.name, host = EXCLUDED.host, pid = EXCLUDED.pid",
+            worker_id=worker_id,
+            name=self.worker_name,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+        )
 
     async def _register_again(self, worker_id: int) -> None:
         rows = await self.connector.execute_query_all_async(
@@ -191,6 +212,7 @@ class ResilientJobManager(pmanager.JobManager):
         if not rows:
             return
         log.warning("worker %s was pruned while it was away: registered again", worker_id)
+        await self._name_worker(worker_id)
         jobs = sorted(self._running.get(worker_id, ()))
         if jobs:
             await self.connector.execute_query_async(
@@ -598,6 +620,8 @@ def run_worker(
     app = queue_app(store.db.url)
     migrate_queue(app, store.db.url)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+    if isinstance(app.job_manager, ResilientJobManager):
+        app.job_manager.worker_name = worker_name
     print(
         f"worker {worker_name}: taking up to {concurrency} session(s) at once from "
         f"{store.location} (Ctrl-C or SIGTERM stops it once its running jobs end)",

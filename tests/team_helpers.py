@@ -1,8 +1,8 @@
 """Pieces of the team-deployment tests: a throwaway PostgreSQL database per test, and
 ``haytham worker`` processes against it (replay model, no network).
 
-The server is the one ``make services`` starts (``scripts/services.sh``); where none answers,
-the tests are skipped with the reason. ``HAYTHAM_TEST_PG`` names another server (a URL of its
+The server is the one ``make services`` starts (``scripts/services.sh``, whose URL and random
+password are in ``.services.env``); where none answers, the tests are skipped with the reason. ``HAYTHAM_TEST_PG`` names another server (a URL of its
 maintenance database, by a role that may create databases).
 """
 
@@ -31,9 +31,7 @@ def _scratch() -> Any:
     return module
 
 
-ADMIN_URL = os.environ.get(
-    "HAYTHAM_TEST_PG", "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
-)
+ADMIN_URL = os.environ.get("HAYTHAM_TEST_PG") or _scratch().default_admin_url()
 
 
 def _reachable() -> None:

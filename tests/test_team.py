@@ -705,8 +705,13 @@ def test_a_paused_worker_whose_registration_was_pruned_goes_on(db, tmp_path) -> 
         assert paused.poll() is None, workers.logs()
     done = _completed(svc, sid)
     assert len(done) == len(set(done)), done
-    assert "registered again" in workers.logs()
-    assert "lost its worker" not in workers.logs()
+    logs = workers.logs()
+    assert "registered again" in logs and "lost its worker" not in logs
+    # who the workers are, in a table; one line per job: session, where it stands, how long
+    with svc.store.db.cursor() as cur:
+        cur.execute("SELECT name FROM haytham_workers ORDER BY name")
+        assert [r[0] for r in cur.fetchall()] == ["w1", "w2"]
+    assert re.search(rf"worker w1: job \d+ session {sid} \(run\): waiting at Gate 1 after", logs)
 
 
 def test_no_free_connection_makes_a_run_wait_not_fail(db, tmp_path) -> None:
