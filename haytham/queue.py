@@ -526,9 +526,13 @@ class SessionWatch:
                                 self._versions[sid] = self._versions.get(sid, 0) + 1
                         conn.execute("SELECT 1")  # a dead connection shows here, not never
             except psycopg.Error as exc:
-                log.warning("not following session changes for now: %s", exc)
+                with self._guard:
+                    was = self._listening
+                if was or self._epoch == 0:  # once per outage, not once a second
+                    log.warning("not following session changes for now: %s", exc)
             with self._guard:
                 self._listening = False
+                self._epoch = max(self._epoch, 1)
             self._stop.wait(1.0)
 
     def close(self) -> None:
