@@ -27,7 +27,8 @@ and no model latency, through 1 and then 2 worker processes (``--concurrency 1``
 measured is the work of the workers themselves: sessions/s and the speed-up from 1 to 2.
 
     .venv/bin/python benchmarks/team_load.py [--sessions 100] [--stored 500] [--workers 4]
-        [--concurrency 2] [--viewers 50] [--latency 0.5] [--renders 20] [--cpu-sessions 6]
+        [--concurrency 2] [--viewers 50] [--latency 0.5] [--renders 20] [--cpu-sessions 12]
+        [--cpu-rounds 3] [--skip-load]
         [--admin-url postgresql://haytham:PASSWORD@127.0.0.1:5432/postgres]
 
 Targets (issue 31): no failed session, peak connections <= 50 % of ``max_connections``, p95 Run
@@ -197,6 +198,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.admin_url, self.name_ = admin_url, name
         self.peak = 0
+        self.at_peak: dict[str, int] = {}  # connections by kind of process at the peak
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -204,10 +206,19 @@ class Sampler(threading.Thread):
 
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             while not self.done.is_set():
-                row = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (self.name_,)
-                ).fetchone()
-                self.peak = max(self.peak, int(row[0]))
+                rows = conn.execute(
+                    "SELECT application_name, count(*) FROM pg_stat_activity "
+                    "WHERE datname = %s GROUP BY 1",
+                    (self.name_,),
+                ).fetchall()
+                total = sum(int(n) for _, n in rows)
+                if total > self.peak:
+                    self.peak = total
+                    kinds: dict[str, int] = {}
+                    for app, n in rows:
+                        kind = str(app).split(" pid ")[0].split(" ")[0] or "other"
+                        kinds[kind] = kinds.get(kind, 0) + int(n)
+                    self.at_peak = kinds
                 self.done.wait(0.5)
 
 
@@ -377,14 +388,15 @@ def load(args: argparse.Namespace, logs: Path) -> list[str]:
         f"  whole Run page (Streamlit AppTest, {args.stored} stored): p50 "
         f"{statistics.median(renders) * 1000:.0f} ms, p95 {pct(renders, 0.95) * 1000:.0f} ms",
         f"  database: {xacts / wall:.0f} transactions/s during the load; peak connections "
-        f"{sampler.peak} of max_connections {limit} ({100 * sampler.peak / limit:.0f} %)",
+        f"{sampler.peak} of max_connections {limit} ({100 * sampler.peak / limit:.0f} %): "
+        + ", ".join(f"{k} {n}" for k, n in sorted(sampler.at_peak.items())),
     ]
     return lines
 
 
 def cpu_bound(args: argparse.Namespace, logs: Path) -> list[str]:
-    rates = {}
-    for count in (1, 2):
+    rates: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    for count in (1, 2) * args.cpu_rounds:  # alternated: a shared machine's load moves
         with bench.scratch_database(args.admin_url, "haytham_cpu") as url:
             env = environment(url, 0.0, embeddings=True)
             subprocess.run(
@@ -428,7 +440,8 @@ def main() -> int:
     parser.add_argument("--viewers", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.5, help="replay seconds per call")
     parser.add_argument("--renders", type=int, default=20, help="whole Run pages drawn")
-    parser.add_argument("--cpu-sessions", type=int, default=6, help="0 skips the CPU variant")
+    parser.add_argument("--cpu-sessions", type=int, default=12, help="0 skips the CPU variant")
+    parser.add_argument("--cpu-rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--admin-url", default=ADMIN_URL, help="a database of a CREATEDB role")
     parser.add_argument("--skip-load", action="store_true")

@@ -68,7 +68,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 POOL_MIN = 1  # short-statement connections each process keeps open
-POOL_MAX = 4  # ... and at most (threads beyond it wait for one)
+POOL_MAX = 2  # ... and at most (threads beyond it wait for one)
 HELD_MAX = 8  # connections held for a while per process: session locks, provider slots
 POOL_WAIT_S = 30.0  # how long one attempt waits for a pooled connection
 RETRY_FOR_S = 120.0  # how long a statement retries while the database is away
@@ -369,15 +369,6 @@ class Database:
         with contextlib.suppress(psycopg.Error, PoolTimeout):
             held.putconn(conn)
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[psycopg.Connection[Any]]:
-        """A held connection for the block (see :meth:`take_held`)."""
-        conn = self.take_held()
-        try:
-            yield conn
-        finally:
-            self.give_back(conn)
-
     def migrate(self) -> int:
         """Bring the schema up to date (idempotent, safe to run from many processes at once);
         returns how many migrations ran."""
@@ -394,13 +385,6 @@ class Database:
             return max(0, len(MIGRATIONS) - done)
 
         return self.run(work)
-
-    def stats(self) -> dict[str, int]:
-        """Connections this process holds now: ``pooled`` (short statements) and ``held``."""
-        out = {}
-        for key, pool in (("pooled", self._pool), ("held", self._held)):
-            out[key] = 0 if pool is None else int(pool.get_stats().get("pool_size", 0))
-        return out
 
     # -- session locks ---------------------------------------------------------------------------
     def try_lock(self, conn: psycopg.Connection[Any], session_id: str) -> bool:

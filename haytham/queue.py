@@ -72,7 +72,7 @@ HEARTBEAT_S = 2.0  # how often a worker says it is alive
 STALLED_AFTER_S = 10.0  # a worker silent this long is gone: its jobs go back to the queue
 SWEEP_S = 2.0  # how often each worker looks for such jobs
 VIEW_TTL_S = 30.0  # a Run page's snapshot is read again at least this often, changed or not
-QUEUE_POOL_MAX = 3  # the queue's connections per process (plus one listening for new jobs)
+QUEUE_POOL_MAX = 2  # the queue's connections per process (plus one listening for new jobs)
 _STATES: dict[str, JobState] = {
     "todo": "queued",
     "doing": "running",
