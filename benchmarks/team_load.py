@@ -114,6 +114,30 @@ CLONE = (
 )
 
 
+def query_cost(url: str, count: int = 300) -> str:
+    """A trivial statement through the store's pool, against one on a new connection each."""
+    import psycopg
+
+    from haytham.pgstore import Database
+
+    db = Database(url)
+    db.run(lambda cur: cur.execute("SELECT 1"))
+    began = time.perf_counter()
+    for _ in range(count):
+        db.run(lambda cur: cur.execute("SELECT 1"))
+    pooled = (time.perf_counter() - began) / count
+    db.close()
+    began = time.perf_counter()
+    for _ in range(count // 10):
+        with psycopg.connect(url) as conn:
+            conn.execute("SELECT 1")
+    fresh = (time.perf_counter() - began) / (count // 10)
+    return (
+        f"a trivial statement: {pooled * 1000:.2f} ms through the pool, "
+        f"{fresh * 1000:.1f} ms on a new connection each ({fresh / pooled:.0f}x)"
+    )
+
+
 def store_sessions(url: str, count: int) -> None:
     """``count`` finished-to-Gate-1 sessions in the database: one real run, then copies."""
     import psycopg
@@ -142,6 +166,15 @@ def viewer_mode(args: argparse.Namespace) -> int:
     times: list[float] = []
     guard = threading.Lock()
     stop = Path(args.stop)
+    statements = [0]  # every statement this app instance sends through the store's pool
+    counted = svc.store.db.run
+
+    def run(work: Any) -> Any:
+        with guard:
+            statements[0] += 1
+        return counted(work)
+
+    svc.store.db.run = run
 
     def viewer(sid: str) -> None:
         while not stop.exists():
@@ -162,9 +195,11 @@ def viewer_mode(args: argparse.Namespace) -> int:
     ]
     for t in threads:
         t.start()
+    began = time.monotonic()
     for t in threads:
         t.join()
-    Path(args.out).write_text(json.dumps(times))
+    per_viewer_s = statements[0] / max(1, args.viewers) / (time.monotonic() - began)
+    Path(args.out).write_text(json.dumps({"times": times, "per_viewer_s": per_viewer_s}))
     runs.close()
     return 0
 
@@ -289,6 +324,7 @@ def load(args: argparse.Namespace, logs: Path) -> list[str]:
         env = environment(url, args.latency, embeddings=False)
         use(environment(url, 0.0, embeddings=False))
         subprocess.run([str(HAYTHAM), "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+        lines.append(query_cost(url))
         began = time.monotonic()
         store_sessions(url, args.stored - args.sessions)
         lines.append(
@@ -362,8 +398,11 @@ def load(args: argparse.Namespace, logs: Path) -> list[str]:
                 v.wait(60)
             sampler.done.set()
             refreshes: list[float] = []
+            per_viewer: list[float] = []
             for n in range(2):
-                refreshes += json.loads((logs / f"viewer-{n}.json").read_text())
+                found = json.loads((logs / f"viewer-{n}.json").read_text())
+                refreshes += found["times"]
+                per_viewer.append(found["per_viewer_s"])
             renders = run_page_renders(sids[0], args.renders)
             runs.close()
         finally:
@@ -385,6 +424,8 @@ def load(args: argparse.Namespace, logs: Path) -> list[str]:
         f"  time to Gate 1: p50 {statistics.median(to_gate):.1f} s, p95 {pct(to_gate, 0.95):.1f} s",
         f"  viewer refreshes: {len(refreshes)}, p50 {statistics.median(refreshes) * 1000:.1f} ms, "
         f"p95 {pct(refreshes, 0.95) * 1000:.1f} ms, max {max(refreshes) * 1000:.0f} ms",
+        f"  statements per open Run page: {statistics.mean(per_viewer):.2f}/s (each app "
+        "instance's statements over its viewers and the load's duration)",
         f"  whole Run page (Streamlit AppTest, {args.stored} stored): p50 "
         f"{statistics.median(renders) * 1000:.0f} ms, p95 {pct(renders, 0.95) * 1000:.0f} ms",
         f"  database: {xacts / wall:.0f} transactions/s during the load; peak connections "

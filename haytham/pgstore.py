@@ -387,9 +387,25 @@ class Database:
         return self.run(work)
 
     # -- session locks ---------------------------------------------------------------------------
-    def try_lock(self, conn: psycopg.Connection[Any], session_id: str) -> bool:
-        row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", lock_key(session_id)).fetchone()
-        return bool(row and row[0])
+    def try_lock(self, session_id: str) -> psycopg.Connection[Any] | None:
+        """A held connection that now holds ``session_id``'s advisory lock, or ``None`` when
+        another process holds it (a fresh connection per try while the database is away)."""
+
+        def attempt() -> psycopg.Connection[Any] | None:
+            conn = self._pool_of("held").getconn()
+            try:
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, %s)", lock_key(session_id)
+                ).fetchone()
+            except BaseException:
+                self.give_back(conn)
+                raise
+            if row and row[0]:
+                return conn
+            self.give_back(conn)
+            return None
+
+        return self.retrying(attempt, "taking a session lock")
 
     def hold_lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
         with self._guard:
@@ -415,10 +431,8 @@ class Database:
         except psycopg.Error:
             pass
         self.give_back(hold.conn)
-        conn = self.take_held()
-        taken = self.retrying(lambda: self.try_lock(conn, session_id), "taking a session lock")
-        if not taken:
-            self.give_back(conn)
+        conn = self.try_lock(session_id)
+        if conn is None:
             with self._guard:
                 self._locks.pop(session_id, None)
             raise SessionLocked(
@@ -755,16 +769,8 @@ class PgSession:
         """Exclusive, non-blocking, across every machine on the database; the server releases
         it if the holder dies. Held on a connection of the held pool for the block; if the
         database restarts meanwhile, the next write takes it again (:meth:`Database.check_lock`)."""
-        conn = self.db.take_held()
-        try:
-            held = self.db.retrying(
-                lambda: self.db.try_lock(conn, self.session_id), "taking a session lock"
-            )
-        except BaseException:
-            self.db.give_back(conn)
-            raise
-        if not held:
-            self.db.give_back(conn)
+        conn = self.db.try_lock(self.session_id)
+        if conn is None:
             holder = self._holder() or "another process"
             raise SessionLocked(
                 f"Session {self.session_id} is busy in another process ({holder}); "
