@@ -97,7 +97,13 @@ _TRANSIENT_TEXT = (
     "consuming input failed",
     "the connection is closed",
     "connection is lost",
+    "timeout expired",
+    "could not receive data",
+    "could not send data",
+    "connection to server",
 )
+# ... but not these: a setting to fix, however the connection failed
+_PERMANENT_TEXT = ("password authentication", "does not exist", "no pg_hba.conf entry")
 # Each migration runs once, in order, inside one transaction, under a transaction-level advisory
 # lock, so app instances and workers that start together never race on the schema.
 MIGRATIONS: tuple[str, ...] = (
@@ -203,6 +209,8 @@ def transient(exc: BaseException) -> bool:
         if state in _TRANSIENT_STATES or (state or "").startswith("08"):
             return True
         text = str(exc).lower()
+        if any(t in text for t in _PERMANENT_TEXT):
+            return False
         return any(t in text for t in _TRANSIENT_TEXT) or (
             state is None and isinstance(exc, psycopg.InterfaceError)
         )
@@ -242,14 +250,17 @@ class Database:
         self._pool: ConnectionPool[Any] | None = None
         self._held: ConnectionPool[Any] | None = None
         self._locks: dict[str, _Hold] = {}
+        self._reached = False  # once it answered, a failure to connect is the database away
         self.faults = 0  # how many times a statement met the database away (locks re-check)
 
     def _kwargs(self) -> dict[str, Any]:
         return {"application_name": self._name, "connect_timeout": 10, **KEEPALIVES}
 
     def unreachable(self, exc: BaseException) -> StorageError:
-        """A database that can't be used, in one sentence (never the URL's password)."""
-        kind = DatabaseAway if transient(exc) else StorageError
+        """A database that can't be used, in one sentence (never the URL's password): one that
+        never answered is a setting to fix (:class:`StorageError`, at once); one that answered
+        before and now fails with an error that goes away is :class:`DatabaseAway`."""
+        kind = DatabaseAway if transient(exc) and self._reached else StorageError
         return kind(
             f"Could not use the shared database {self.where}: {_first_line(exc)}. Check "
             "HAYTHAM_DATABASE_URL and that PostgreSQL is running (`make services` starts one "
@@ -259,9 +270,11 @@ class Database:
     def connect(self) -> psycopg.Connection[Any]:
         """A new connection of its own, outside the pools (closing it releases what it holds)."""
         try:
-            return psycopg.connect(self.url, **self._kwargs())
+            conn = psycopg.connect(self.url, **self._kwargs())
         except psycopg.Error as exc:
             raise self.unreachable(exc) from None
+        self._reached = True
+        return conn
 
     def _pool_of(self, key: Literal["short", "held"]) -> ConnectionPool[Any]:
         """One of the pools, opened on first use after one direct connection proved the
@@ -349,6 +362,11 @@ class Database:
                 yield cur
         except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
             raise self.unreachable(exc) from None
+
+    def prepare(self) -> None:
+        """Open the held pool now (one connection proves the database answers), so a failure
+        to connect later, mid-run, is known to be the database away, not a wrong setting."""
+        self._pool_of("held")
 
     def take_held(self) -> psycopg.Connection[Any]:
         """A connection for holding something (autocommit), waiting for one while the held

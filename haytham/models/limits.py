@@ -81,7 +81,8 @@ class SharedCallSlots:
     def __init__(self, size: int, db: Any) -> None:
         self.size = size
         self.db = db
-        self._local = CallSlots(size)  # more than `size` here could never all hold one
+        self._local = CallSlots(size)
+        db.prepare()  # a wrong URL fails now, and a database away later is waited for  # more than `size` here could never all hold one
 
     def _take(self, conn: Any, provider: str) -> bool:
         for slot in range(self.size):
