@@ -43,7 +43,7 @@ failure or Ctrl-C); Celery uses a ``redis-server`` started on a free loopback po
 at the end. Defaults take about 3 minutes.
 
     .venv/bin/python benchmarks/queue_choice.py [--jobs 50] [--skip-celery]
-        [--admin-url postgresql://haytham:haytham@127.0.0.1:5432/postgres]
+        [--admin-url postgresql://haytham:PASSWORD@127.0.0.1:5432/postgres]
 
 Celery rows need ``apt-get install redis-server`` and ``.venv/bin/pip install "celery[redis]"``
 (benchmark-only; not project dependencies). Without them those rows are skipped.
@@ -75,7 +75,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))  # scratch.py, also when run with r
 
 import scratch as bench  # noqa: E402
 
-ADMIN_URL = "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
+ADMIN_URL = bench.default_admin_url()  # make services's server (.services.env)
 P_TASK = "qbench.job"
 C_TASK = "qbench.job"
 LONG_S = 30.0  # the long job's body

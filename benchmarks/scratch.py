@@ -18,11 +18,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+LEGACY_URL = "postgresql://haytham:haytham@127.0.0.1:5432/haytham"  # services.sh before 2026-11
+
+
+def default_admin_url() -> str:
+    """The maintenance database (``postgres``) of the server ``make services`` set up here:
+    the URL ``scripts/services.sh`` saved in ``.services.env`` (its random password), else the
+    fixed one of earlier versions."""
+    url = LEGACY_URL
+    with suppress(OSError):
+        for line in (ROOT / ".services.env").read_text(encoding="utf-8").splitlines():
+            if line.startswith("HAYTHAM_DATABASE_URL="):
+                url = line.split("=", 1)[1].strip()
+    return urlsplit(url)._replace(path="/postgres").geturl()
 
 
 def git_commit() -> str:
@@ -72,7 +85,7 @@ def wait_for_workers(
 ) -> None:
     """Wait until ``count`` ``haytham worker`` processes beat on the database at ``url``;
     ``RuntimeError`` if one of ``procs`` exits first or ``timeout`` s pass."""
-    from psycopg2.errors import UndefinedTable  # here: queue_choice.py's workers import this
+    from psycopg.errors import UndefinedTable  # here: queue_choice.py's workers import this
 
     from haytham.pgstore import Database
     from haytham.queue import count_live_workers

@@ -14,7 +14,7 @@ of sessions/s over 1 worker. Target: >= 1.7x from 1 to 2 workers. Every session 
 the end, also on a failure or Ctrl-C.
 
     .venv/bin/python benchmarks/team.py [--workers 1,2,4] [--sessions 8] [--concurrency 1]
-        [--latency 1.0] [--admin-url postgresql://haytham:haytham@127.0.0.1:5432/postgres]
+        [--latency 1.0] [--admin-url postgresql://haytham:PASSWORD@127.0.0.1:5432/postgres]
 
 Needs a PostgreSQL server whose role may CREATE DATABASE (``make services`` starts one), on
 this machine: job end times come from the server's clock, enqueue times from this one.
@@ -44,7 +44,7 @@ from haytham.queue import QueuedRuns  # noqa: E402
 HAYTHAM = ROOT / ".venv/bin/haytham"
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"  # stages + passing verifiers
 IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text(encoding="utf-8")
-ADMIN_URL = "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
+ADMIN_URL = bench.default_admin_url()  # make services's server (.services.env)
 PROVIDER_CONCURRENCY = 64
 TARGET = 1.7  # sessions/s speed-up from 1 to 2 workers
 

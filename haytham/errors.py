@@ -132,3 +132,8 @@ class SessionCorrupt(HaythamError):
 
 class StorageError(HaythamError):
     """The sessions folder cannot be written (disk full, read-only…). Nothing partial was left."""
+
+
+class DatabaseAway(StorageError):
+    """The shared database stopped answering (a restart, a failover, no free connection) for
+    longer than a statement waits; the run is retried later from its last saved step."""

@@ -241,6 +241,13 @@ class Haytham:
                 continue
         return found
 
+    def session_rows(self) -> list[dict[str, Any]] | None:
+        """Every session as the Sessions page lists it, read in one query where the store can
+        (the shared database: :meth:`haytham.pgstore.PgStore.session_rows`); ``None`` for the
+        sessions folder, whose pages read each session's status from its files."""
+        rows = getattr(self.store, "session_rows", None)
+        return None if rows is None else rows()
+
     def delete_session(self, session_id: str) -> None:
         self.allow(Action.DELETE, session_id)
         self.store.delete(session_id)
@@ -660,7 +667,7 @@ class Haytham:
             raise team_packages_missing(exc) from None
 
         ran = self.store.migrated
-        queue = "installed" if migrate_queue(queue_app(url)) else "already installed"
+        queue = "installed" if migrate_queue(queue_app(url), url) else "already installed"
         return (
             f"{self.store.location}: Haytham's tables are up to date ({ran} migration(s) run "
             f"now); the job queue's schema is {queue}."

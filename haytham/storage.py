@@ -183,7 +183,7 @@ def open_store(settings: Any) -> Store:
     url = settings.secret("database_url")
     if url:
         try:
-            from haytham.pgstore import PgStore  # psycopg2 only where a database is used
+            from haytham.pgstore import PgStore  # psycopg only where a database is used
         except ImportError as exc:
             raise team_packages_missing(exc) from None
         return PgStore(url)

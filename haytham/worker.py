@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from haytham.access import Action
 from haytham.errors import CassetteMiss, HaythamError, SessionLocked
+from haytham.models.limits import SLOT_WAIT_EVENT
 from haytham.progress import Estimate, session_provider, stage_estimates
 from haytham.revise import Proposal
 from haytham.service import Haytham, Outcome
@@ -64,9 +65,16 @@ class StageProgress:
 
     stage: str
     started_at: float
+    waiting_since: float | None = None  # its next model call waits for a provider slot
 
     def elapsed(self, now: float | None = None) -> float:
         return max(0.0, (now or time.time()) - self.started_at)
+
+    def waited(self, now: float | None = None) -> float:
+        """Seconds the stage's call has waited for a provider slot so far (0: not waiting)."""
+        if self.waiting_since is None:
+            return 0.0
+        return max(0.0, (now or time.time()) - self.waiting_since)
 
 
 @dataclass
@@ -242,13 +250,22 @@ class RunWorker:
             kind, stage = ev.get("type"), ev.get("stage")
             if kind == "stage_started" and stage:
                 open_stage = StageProgress(stage, _timestamp(ev.get("ts")))
-            elif (
-                kind in ("stage_completed", "stage_failed")
-                and open_stage
-                and stage == open_stage.stage
-            ):
+            elif open_stage is None:
+                continue
+            elif kind == SLOT_WAIT_EVENT:
+                open_stage = replace(open_stage, waiting_since=_timestamp(ev.get("ts")))
+            elif kind == "model_call":  # the call got its slot and returned
+                open_stage = replace(open_stage, waiting_since=None)
+            elif kind in ("stage_completed", "stage_failed") and stage == open_stage.stage:
                 open_stage = None
         return open_stage
+
+    def view(
+        self, session_id: str, status: Callable[[], dict[str, Any]]
+    ) -> tuple[Job | None, dict[str, Any], StageProgress | None]:
+        """What the Run page draws: the job, ``status()`` (the session's status) and the stage
+        running now. Here, read afresh each time (the session's files are on this machine)."""
+        return self.job(session_id), status(), self.current_stage(session_id)
 
     # -- what the pages show besides the session's own files -----------------------------------
     def estimates(self, exclude: str | None = None) -> dict[str, Estimate]:

@@ -1,8 +1,8 @@
 """Pieces of the team-deployment tests: a throwaway PostgreSQL database per test, and
 ``haytham worker`` processes against it (replay model, no network).
 
-The server is the one ``make services`` starts (``scripts/services.sh``); where none answers,
-the tests are skipped with the reason. ``HAYTHAM_TEST_PG`` names another server (a URL of its
+The server is the one ``make services`` starts (``scripts/services.sh``, whose URL and random
+password are in ``.services.env``); where none answers, the tests are skipped with the reason. ``HAYTHAM_TEST_PG`` names another server (a URL of its
 maintenance database, by a role that may create databases).
 """
 
@@ -31,20 +31,18 @@ def _scratch() -> Any:
     return module
 
 
-ADMIN_URL = os.environ.get(
-    "HAYTHAM_TEST_PG", "postgresql://haytham:haytham@127.0.0.1:5432/postgres"
-)
+ADMIN_URL = os.environ.get("HAYTHAM_TEST_PG") or _scratch().default_admin_url()
 
 
 def _reachable() -> None:
     """Skip the test, with the reason, unless the server answers."""
     try:
-        import psycopg2
+        import psycopg
     except ImportError:
-        pytest.skip("psycopg2 is not installed (pip install -e '.[team]')")
+        pytest.skip("psycopg is not installed (pip install -e '.[team]')")
     try:
-        psycopg2.connect(ADMIN_URL, connect_timeout=3).close()
-    except psycopg2.Error as exc:
+        psycopg.connect(ADMIN_URL, connect_timeout=3).close()
+    except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or ["?"])[0]
         pytest.skip(
             f"no PostgreSQL for the team-deployment tests ({first}); `make services` installs "
@@ -91,7 +89,9 @@ class Workers:
         self.url, self.tmp_path, self.env = url, tmp_path, env
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, n: int, concurrency: int = 1) -> None:
+    def start(self, n: int, concurrency: int = 1, ready: int | None = None) -> None:
+        """Start ``n`` workers; wait until ``ready`` workers (default: every one running)
+        beat on the database."""
         haytham = Path(sys.executable).parent / "haytham"
         for _ in range(n):
             name = f"w{len(self.procs) + 1}"
@@ -105,7 +105,7 @@ class Workers:
                     stderr=subprocess.STDOUT,
                 )
             )
-        self.wait_ready(len([p for p in self.procs if p.poll() is None]))
+        self.wait_ready(ready or len([p for p in self.procs if p.poll() is None]))
 
     def wait_ready(self, n: int, timeout: float = 60) -> None:
         try:

@@ -47,18 +47,14 @@ def _completed(svc, sid: str) -> list[str]:
 
 def _jobs(url: str, session_id: str) -> list[dict]:
     """The session's jobs in the queue, oldest first (their arguments as ``data``)."""
-    import psycopg2
+    import psycopg
 
-    conn = psycopg2.connect(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT status, args FROM procrastinate_jobs WHERE lock = %s ORDER BY id",
-                (session_id,),
-            )
-            return [{"status": st, "data": args} for st, args in cur.fetchall()]
-    finally:
-        conn.close()
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT status, args FROM procrastinate_jobs WHERE lock = %s ORDER BY id",
+            (session_id,),
+        ).fetchall()
+    return [{"status": st, "data": args} for st, args in rows]
 
 
 def _mid_stage(svc, runs, workers: Workers, sid: str, done: int = 0) -> int:
@@ -218,7 +214,7 @@ def test_a_shared_database_row_naming_a_module_is_refused_and_imports_nothing(
 ) -> None:
     """A row of the shared ``burr_state`` naming a class path: status, export and resume refuse
     it in one sentence and the module (which writes a marker when imported) never loads."""
-    import psycopg2
+    import psycopg
 
     from haytham.errors import SessionCorrupt
 
@@ -232,16 +228,12 @@ def test_a_shared_database_row_naming_a_module_is_refused_and_imports_nothing(
     sid = svc.create_session(IDEA)
     svc.run(sid, until=1)
     tag = {"__burr_serde__": "pydantic", "__pydantic_class": "haytham_team_marker.M"}
-    conn = psycopg2.connect(db)
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute(
-                "UPDATE burr_state SET state = state::jsonb || %s::jsonb WHERE app_id = %s "
-                "AND sequence_id = (SELECT max(sequence_id) FROM burr_state WHERE app_id = %s)",
-                (json.dumps({"extra": tag}), sid, sid),
-            )
-    finally:
-        conn.close()
+    with psycopg.connect(db) as conn, conn.cursor() as cur:
+        cur.execute(
+            "UPDATE burr_state SET state = state::jsonb || %s::jsonb WHERE app_id = %s "
+            "AND sequence_id = (SELECT max(sequence_id) FROM burr_state WHERE app_id = %s)",
+            (json.dumps({"extra": tag}), sid, sid),
+        )
     for attempt in (lambda: svc.status(sid), lambda: svc.export(sid, "json")):
         with pytest.raises(SessionCorrupt) as refused:
             attempt()
@@ -296,7 +288,7 @@ def test_provider_slots_bound_the_calls_in_flight_across_processes(db, tmp_path)
     from haytham.models.limits import SharedCallSlots
     from haytham.pgstore import Database
 
-    slots = [SharedCallSlots(2, Database(db).connect) for _ in range(3)]  # three "workers"
+    slots = [SharedCallSlots(2, Database(db)) for _ in range(3)]  # three "workers"
     inside, peak, guard = [0], [0], threading.Lock()
 
     async def call(n: int) -> None:
@@ -542,27 +534,35 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
     assert svc.status(sid)["status"] == "waiting_gate_2"
 
 
-def test_more_threads_than_pooled_connections_wait_their_turn(db, tmp_path) -> None:
-    from haytham.pgstore import MAX_POOLED, Database
+def test_more_threads_than_pooled_connections_wait_their_turn_on_kept_connections(
+    db, tmp_path
+) -> None:
+    from haytham.pgstore import POOL_MAX, Database
 
     shared = Database(db)
     errors: list[Exception] = []
+    backends: set[int] = set()
+
+    def one(cur) -> int:
+        cur.execute("SELECT pg_backend_pid(), pg_sleep(0.01)")
+        return int(cur.fetchone()[0])
 
     def queries() -> None:
         try:
             for _ in range(5):
-                with shared.cursor() as cur:
-                    cur.execute("SELECT pg_sleep(0.01)")
+                backends.add(shared.run(one))
         except Exception as exc:  # noqa: BLE001 - the assertion below names it
             errors.append(exc)
 
-    threads = [threading.Thread(target=queries) for _ in range(MAX_POOLED * 3)]
+    threads = [threading.Thread(target=queries) for _ in range(POOL_MAX * 3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
     shared.close()
     assert errors == []
+    # 60 statements on at most POOL_MAX server connections: connections are kept, not one each
+    assert 1 <= len(backends) <= POOL_MAX, backends
 
 
 def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path) -> None:
@@ -581,19 +581,15 @@ def test_a_paused_worker_keeps_its_job_and_no_live_run_starts_twice(db, tmp_path
 
 def _job_spans(url: str) -> list[tuple[float, float]]:
     """Each finished job's (started, ended) times, from procrastinate's events."""
-    import psycopg2
+    import psycopg
 
-    conn = psycopg2.connect(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT max(at) FILTER (WHERE type = 'started'), "
-                "max(at) FILTER (WHERE type = 'succeeded') "
-                "FROM procrastinate_events GROUP BY job_id ORDER BY job_id"
-            )
-            return [(a.timestamp(), b.timestamp()) for a, b in cur.fetchall() if a and b]
-    finally:
-        conn.close()
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT max(at) FILTER (WHERE type = 'started'), "
+            "max(at) FILTER (WHERE type = 'succeeded') "
+            "FROM procrastinate_events GROUP BY job_id ORDER BY job_id"
+        ).fetchall()
+    return [(a.timestamp(), b.timestamp()) for a, b in rows if a and b]
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
@@ -634,13 +630,261 @@ def _cli_without(package: str, url: str, tmp_path, monkeypatch, capsys, *command
     return err
 
 
-def test_a_database_url_without_psycopg2_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
+def test_a_database_url_without_psycopg_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
     url = "postgresql://haytham@127.0.0.1:1/none"
-    err = _cli_without("psycopg2", url, tmp_path, monkeypatch, capsys, "sessions")
-    assert "package psycopg2 is not installed" in err and "'.[team]'" in err, err
+    err = _cli_without("psycopg", url, tmp_path, monkeypatch, capsys, "sessions")
+    assert "package psycopg is not installed" in err and "'.[team]'" in err, err
 
 
 def test_a_worker_without_procrastinate_is_one_sentence(db, tmp_path, monkeypatch, capsys) -> None:
     for command in ("worker", "migrate"):
         err = _cli_without("procrastinate", db, tmp_path, monkeypatch, capsys, command)
         assert "package procrastinate is not installed" in err and "'.[team]'" in err, err
+
+
+# -- faults: a database restart, a pruned registration, no free connection ---------------------
+def _admin(url: str, *statements: str) -> list:
+    """Run statements on the server of ``url`` from its maintenance database; the last one's
+    rows."""
+    import psycopg
+
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    rows: list = []
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for sql in statements:
+            cur = conn.execute(sql)
+            rows = cur.fetchall() if cur.description else []
+    return rows
+
+
+def _restart_cluster() -> None:
+    """Restart the PostgreSQL cluster on this machine (fast shutdown: every connection drops);
+    skips the test where that can't be done."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("pg_ctlcluster") is None:
+        pytest.skip("restarting PostgreSQL needs root and pg_ctlcluster (Debian's postgresql)")
+    listed = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, check=True)
+    found = [line.split() for line in listed.stdout.splitlines() if " 5432 " in f" {line} "]
+    if not found:
+        pytest.skip("no local PostgreSQL cluster on port 5432 to restart")
+    version, name = found[0][0], found[0][1]
+    subprocess.run(["pg_ctlcluster", version, name, "restart"], check=True, timeout=120)
+
+
+def _all_mid_stage(svc, runs, workers: Workers, sids: list[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not all(_completed(svc, s) and runs.current_stage(s) is not None for s in sids):
+        assert time.monotonic() < deadline, workers.logs()
+        time.sleep(0.1)
+
+
+def test_a_database_restart_during_four_runs_loses_none_and_repeats_no_stage(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sids = [svc.create_session(IDEA) for _ in range(4)]
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(2, concurrency=2)
+        for sid in sids:
+            runs.run(sid)
+        _all_mid_stage(svc, runs, workers, sids)  # four runs, each past a step and in the next
+        assert all(runs.job(s).alive for s in sids)
+        started = _admin(db, "SELECT pg_postmaster_start_time()")[0][0]
+        _restart_cluster()
+        assert _admin(db, "SELECT pg_postmaster_start_time()")[0][0] > started  # restarted
+        for sid in sids:
+            job = runs.wait(sid, timeout=240)
+            assert job is not None and job.state == "finished", (sid, job, workers.logs())
+        assert all(p.poll() is None for p in workers.procs), workers.logs()
+    for sid in sids:
+        done = _completed(svc, sid)
+        assert len(done) == len(set(done)), f"a completed stage ran again in {sid}: {done}"
+        assert svc.status(sid)["status"] == "waiting_gate_1"
+        assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]
+
+
+def test_a_paused_worker_whose_registration_was_pruned_goes_on(db, tmp_path) -> None:
+    from haytham.app import make_runs
+    from haytham.queue import STALLED_AFTER_S, count_live_workers
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(1)
+        paused = workers.procs[0]
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        _mid_stage(svc, runs, workers, sid, done=1)
+        paused.send_signal(signal.SIGSTOP)  # silent past the stalled timeout, lock still held
+        try:
+            time.sleep(STALLED_AFTER_S + 2)
+            workers.start(1, ready=1)  # a rolling deploy: the new worker prunes the silent one
+            with svc.store.db.cursor() as cur:
+                cur.execute("SELECT count(*) FROM procrastinate_workers")
+                assert cur.fetchone()[0] == 1  # pruned
+        finally:
+            paused.send_signal(signal.SIGCONT)
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+        deadline = time.monotonic() + 30
+        while count_live_workers(svc.store.db) < 2:  # registered again, under its own id
+            assert time.monotonic() < deadline and paused.poll() is None, workers.logs()
+            time.sleep(0.2)
+        second = svc.create_session(IDEA)  # and it still takes jobs
+        runs.run(second)
+        job = runs.wait(second, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+        assert paused.poll() is None, workers.logs()
+    done = _completed(svc, sid)
+    assert len(done) == len(set(done)), done
+    logs = workers.logs()
+    assert "registered again" in logs and "lost its worker" not in logs
+    # who the workers are, in a table; one line per job: session, where it stands, how long
+    with svc.store.db.cursor() as cur:
+        cur.execute("SELECT name FROM haytham_workers ORDER BY name")
+        assert [r[0] for r in cur.fetchall()] == ["w1", "w2"]
+    assert re.search(rf"worker w1: job \d+ session {sid} \(run\): waiting at Gate 1 after", logs)
+
+
+def test_no_free_connection_makes_a_run_wait_not_fail(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    name = db.rsplit("/", 1)[1]
+    with Workers(db, tmp_path, HAYTHAM_REPLAY_LATENCY="0.5") as workers:
+        workers.start(1)
+        sid = svc.create_session(IDEA)
+        runs.run(sid)
+        _mid_stage(svc, runs, workers, sid, done=1)
+        # every connection slot of the database taken: what a server at max_connections
+        # answers (53300), and every connection the worker had is gone
+        import psycopg
+
+        dropped = _admin(
+            db,
+            f'ALTER DATABASE "{name}" CONNECTION LIMIT 0',
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
+        )
+        try:
+            assert len(dropped) >= 2  # the worker's connections (store, queue) are gone
+            with pytest.raises(psycopg.OperationalError, match="too many connections"):
+                psycopg.connect(db).close()  # and no new one is let in
+            time.sleep(5)
+            assert all(p.poll() is None for p in workers.procs), workers.logs()
+        finally:
+            _admin(db, f'ALTER DATABASE "{name}" CONNECTION LIMIT -1')
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    done = _completed(svc, sid)
+    assert len(done) == len(set(done)), done
+    assert svc.status(sid)["status"] == "waiting_gate_1"
+    assert [j["status"] for j in _jobs(db, sid)] == ["succeeded"]  # one job, never failed
+
+
+# -- pages that cost what they show -------------------------------------------------------------
+def test_estimates_and_the_session_list_come_from_one_query_and_agree_with_the_events(
+    db, tmp_path
+) -> None:
+    from haytham.app import make_runs
+    from haytham.progress import stage_estimates
+    from haytham.status import session_status
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sids = [svc.create_session(IDEA) for _ in range(3)]
+    for sid in sids[:2]:
+        svc.run(sid)  # two sessions at Gate 1, one not started
+    calls = []
+    counted = svc.store.db.run
+    svc.store.db.run = lambda work: (calls.append(1), counted(work))[1]
+    found = runs.estimates(exclude=sids[0])
+    listed = svc.session_rows()
+    assert len(calls) == 2  # one aggregate query each, whatever the number of sessions
+    svc.store.db.run = counted
+    # the same figures as reading every session's events
+    assert found == stage_estimates(svc.store, "replay", exclude=sids[0])
+    assert found and all(e.runs == 1 for e in found.values())  # only sids[1] counts
+    assert {r["session"] for r in listed} == set(sids)
+    for row in listed:
+        files = svc.store.open(row["session"])
+        expected = session_status(files, svc.load_state(row["session"]))
+        assert (row["status"] or "running") == expected["status"]
+        assert row["idea"] == svc.load_state(row["session"]).idea
+
+
+def test_an_open_run_page_reads_the_database_only_when_the_session_changes(db, tmp_path) -> None:
+    from haytham.app import make_runs
+
+    svc = _service(db, tmp_path)
+    runs = make_runs(svc)
+    sid = svc.create_session(IDEA)
+    status = lambda: svc.status(sid)  # noqa: E731
+    deadline = time.monotonic() + 30
+    while runs.watch.version(sid) is None:  # the listener is connected
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first = runs.view(sid, status)
+    calls = []
+    counted = svc.store.db.run
+    svc.store.db.run = lambda work: (calls.append(1), counted(work))[1]
+    try:
+        for _ in range(20):  # twenty refreshes of any number of viewers: no query
+            assert runs.view(sid, status) == first
+        assert calls == []
+        before = runs.watch.version(sid)
+        svc.store.open(sid).append_event("stage_started", "idea-analysis")
+        while runs.watch.version(sid) == before:  # PostgreSQL tells the listener
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert calls  # (the append itself)
+        calls.clear()
+        runs.view(sid, status)
+        assert calls  # read again once
+    finally:
+        svc.store.db.run = counted
+
+
+def test_a_call_waiting_for_a_provider_slot_says_so_on_the_run_page(db, tmp_path) -> None:
+    import asyncio
+
+    from haytham.app import make_runs
+    from haytham.models.limits import SLOT_WAIT_EVENT, SharedCallSlots
+    from haytham.pgstore import Database
+
+    svc = _service(db, tmp_path, HAYTHAM_PROVIDER_CONCURRENCY="1", HAYTHAM_REPLAY_LATENCY="0.5")
+    runs = make_runs(svc)
+    hog = SharedCallSlots(1, Database(db))  # another worker's call holds the only slot
+    taken, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        async with hog.held("replay"):
+            taken.set()
+            await asyncio.to_thread(release.wait, 60)
+
+    holder = threading.Thread(target=lambda: asyncio.run(hold()))
+    holder.start()
+    assert taken.wait(30)
+    sid = svc.create_session(IDEA)
+    with Workers(db, tmp_path, HAYTHAM_PROVIDER_CONCURRENCY="1") as workers:
+        workers.start(1)
+        runs.run(sid)
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                now = runs.current_stage(sid)
+                if now is not None and now.waiting_since is not None:
+                    break
+                assert time.monotonic() < deadline, workers.logs()
+                time.sleep(0.1)
+            calls = [e for e in svc.store.open(sid).events() if e["type"] == "model_call"]
+            assert calls == []  # nothing called yet: the page says why
+        finally:
+            release.set()
+            holder.join(30)
+        job = runs.wait(sid, timeout=120)
+        assert job is not None and job.state == "finished", workers.logs()
+    assert runs.current_stage(sid) is None
+    assert [e["type"] for e in svc.store.open(sid).events()].count(SLOT_WAIT_EVENT) == 1

@@ -47,7 +47,7 @@ def _service(url: str, tmp_path: Path, **env: str):
 
 
 def test_the_shared_record_is_append_only_and_outlives_the_session(db, tmp_path) -> None:
-    import psycopg2
+    import psycopg
 
     base = _service(db, tmp_path)
     ada, ann = base.acting_as(person("ada@example.org")), base.acting_as(person("ann@example.org"))
@@ -55,13 +55,9 @@ def test_the_shared_record_is_append_only_and_outlives_the_session(db, tmp_path)
     with pytest.raises(AccessDenied, match="not one of theirs"):
         base.acting_as(person("bob@example.org")).status(sid)
     ada.delete_session(sid)
-    conn = psycopg2.connect(db)
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute("UPDATE haytham_audit SET actor = 'mallory'")
-            cur.execute("DELETE FROM haytham_audit")
-    finally:
-        conn.close()
+    with psycopg.connect(db) as conn, conn.cursor() as cur:
+        cur.execute("UPDATE haytham_audit SET actor = 'mallory'")
+        cur.execute("DELETE FROM haytham_audit")
     record = ann.decisions(sid)
     assert [(d.action, d.actor) for d in record] == [
         ("create", "ada@example.org"),

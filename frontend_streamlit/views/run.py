@@ -46,10 +46,12 @@ was_running = b.worker.is_running(sid)
 
 @st.fragment(run_every=REFRESH_S if was_running else None)
 def progress() -> None:
-    job = b.worker.job(sid)
-    status = attempt(lambda: b.service.status(sid))
-    if status is None:
+    # one snapshot (job, status, stage running): in team mode re-read only when the session
+    # changed, so an open page costs the database nothing while nothing happens
+    seen = attempt(lambda: b.worker.view(sid, lambda: b.service.status(sid)))
+    if seen is None:
         return
+    job, status, running = seen
     if was_running and (job is None or not job.alive):
         st.rerun(scope="app")  # the run ended: redraw the whole page once, without polling
     summary = status["summary"]
@@ -68,7 +70,6 @@ def progress() -> None:
             + "the rest run in this session."
         )
     done, total = done_count(summary)
-    running = b.worker.current_stage(sid)
     estimates = b.worker.estimates(exclude=sid)
     alive = job is not None and job.alive
     fraction, bar_text = progress_bar(summary, running, estimates)
@@ -88,7 +89,12 @@ def progress() -> None:
         if running is not None:
             label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
             live = b.service.live_call(sid)
-            if live is not None:
+            if running.waiting_since is not None:
+                label += (
+                    f" · waiting for a provider slot ({running.waited():.0f} s): other "
+                    "sessions' calls use every slot HAYTHAM_PROVIDER_CONCURRENCY allows"
+                )
+            elif live is not None:
                 label += f" · ≈{live.tokens:,} tokens received"
         box = st.expander(label, expanded=True, icon=RUNNING_ICON)
     elif job is not None and job.state == "failed" or status.get("state") == "failed":

@@ -22,8 +22,10 @@ from components.context import (
 from components.progress import pretty_status
 from components.safe_text import code, no_paths
 
+from haytham.pipeline.state import RunStatus
 from haytham.stages import STAGES
 
+_STATUSES = {s.value for s in RunStatus}
 PICK = "sessions_pick"
 PICK_FOLLOWS = "sessions_pick_follows"  # the tab's session the picker last followed
 
@@ -55,6 +57,29 @@ def _row(b: Backend, sid: str) -> dict[str, Any]:
     return row
 
 
+def _listed(b: Backend, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the shared database's one-query listing, and which sessions run now (one
+    more query): the page costs the same few queries with 5 sessions or 500."""
+    running = set(b.worker.running())
+    rows = []
+    for r in found:
+        status = r["status"] or RunStatus.RUNNING.value  # nothing projected yet: just created
+        gate = RunStatus(status).gate if status in _STATUSES else None
+        idea = " ".join(r["idea"].split())
+        rows.append(
+            {
+                "session": r["session"],
+                "idea": idea[:90] + ("…" if len(idea) > 90 else ""),
+                "status": pretty_status(status),
+                "gate": gate,
+                "updated": datetime.fromisoformat(r["updated"]),
+                "running": r["session"] in running,
+                "forked_from": r["forked_from"],
+            }
+        )
+    return rows
+
+
 def _open(b: Backend, sid: str, status: str, gate: int | None) -> None:
     select_session(sid)
     go(f"gate_{gate}" if gate and not b.worker.is_running(sid) else "run", sid)
@@ -63,11 +88,16 @@ def _open(b: Backend, sid: str, status: str, gate: int | None) -> None:
 b = backend()
 st.title("Sessions")
 show_flash()
-ids = attempt(b.service.list_sessions) or []
+listing = attempt(b.service.session_rows)
+ids = [r["session"] for r in listing] if listing is not None else attempt(b.service.list_sessions)
 if not ids:
     st.info("No sessions yet: start one from a new idea.")
     st.stop()
-rows = sorted((_row(b, sid) for sid in ids), key=lambda r: r["updated"], reverse=True)
+rows = sorted(
+    _listed(b, listing) if listing is not None else (_row(b, sid) for sid in ids),
+    key=lambda r: r["updated"],
+    reverse=True,
+)
 frame = pd.DataFrame(rows)
 st.dataframe(
     frame,

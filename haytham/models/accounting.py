@@ -135,9 +135,11 @@ class AccountedModel(DelegatingModel):
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
         slots: Slots | None = None,
+        on_wait: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(inner)
         self.slots = slots
+        self.on_wait = on_wait  # told once per attempt that waits for a provider slot
         self.on_progress = on_progress
         self.provider = provider
         self.model_id = model_id
@@ -185,7 +187,11 @@ class AccountedModel(DelegatingModel):
             events: list[Any] = []
             chars, shown = 0, 0
             try:
-                slot = self.slots.held(self.provider) if self.slots else contextlib.nullcontext()
+                slot = (
+                    self.slots.held(self.provider, self.on_wait)
+                    if self.slots
+                    else contextlib.nullcontext()
+                )
                 async with slot:  # each attempt holds a provider slot; the back-off does not
                     async for event in start():
                         events.append(event)

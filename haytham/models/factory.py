@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -63,10 +64,10 @@ def call_slots(settings: Settings) -> Slots:
     url = settings.secret("database_url")
     if url:
         try:
-            from haytham.pgstore import Database  # psycopg2 only where a database is used
+            from haytham.pgstore import Database  # psycopg only where a database is used
         except ImportError as exc:
             raise team_packages_missing(exc) from None
-        return SharedCallSlots(settings.provider_concurrency, Database(url).connect)
+        return SharedCallSlots(settings.provider_concurrency, Database(url))
     return CallSlots(settings.provider_concurrency)
 
 
@@ -240,6 +241,7 @@ def build_model(
     on_call: CallSink | None = None,
     on_progress: ProgressSink | None = None,
     runtime: ModelRuntime | None = None,
+    on_wait: Callable[[], None] | None = None,
     output_model: type[BaseModel] | None = None,
 ) -> Model:
     """A Strands model for ``settings.provider`` at ``tier``, for the agent named ``agent``.
@@ -248,7 +250,8 @@ def build_model(
     constrains decoding to that model's exact JSON schema.
 
     The result reports one :class:`~haytham.models.accounting.ModelCall` per call to ``on_call``
-    (and, while a call streams, its estimated output tokens so far to ``on_progress``),
+    (and, while a call streams, its estimated output tokens so far to ``on_progress``; once
+    per attempt that has to wait for a provider slot, ``on_wait()``),
     retries transient failures (``settings.max_retries``, exponential backoff from
     ``settings.retry_base_delay``) and raises :class:`~haytham.errors.ProviderError` after the last
     attempt. With ``settings.record_to`` set, each successful turn is appended to that cassette.
@@ -278,6 +281,7 @@ def build_model(
         max_retries=settings.max_retries,
         retry_base_delay=settings.retry_base_delay,
         slots=active.slots,
+        on_wait=on_wait,
     )
     if owned:
         weakref.finalize(model, active.close)

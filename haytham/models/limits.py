@@ -5,10 +5,14 @@ together. Every model call (each attempt, not the back-off between attempts) hol
 
 - :class:`CallSlots`: one process (the app or the CLI on one machine), a semaphore;
 - :class:`SharedCallSlots`: every worker on the shared database, one PostgreSQL advisory lock
-  per slot (``provider``, slot number), held on a connection of its own for the call and
+  per slot (``provider``, slot number), held on a connection of the held pool for the call and
   released by the server if the worker dies mid-call.
 
-A call waiting for a slot polls every :data:`POLL_S` seconds (calls take seconds).
+A call waiting for a shared slot does not poll the database: it listens on
+:data:`SLOTS_CHANNEL`, where every release is announced (and looks again every
+:data:`WAKE_S` seconds, in case a holder died without announcing it). Within one process, at
+most ``size`` calls per provider wait on the database at once; the others wait in the process.
+Whoever waits is told once (``waiting``), so the UI can say why a stage makes no calls.
 """
 
 from __future__ import annotations
@@ -20,12 +24,20 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-POLL_S = 0.05
+POLL_S = 0.05  # in-process waits only (no database)
+WAKE_S = 5.0  # a shared-slot waiter looks again this often without a notification
+SLOTS_CHANNEL = "haytham_slots"
+SLOT_WAIT_EVENT = "provider_wait"  # a stage's call waits for a slot (the event log says so)
 _SLOT_CLASS = 0x534C4F54  # "SLOT": the advisory-lock namespace of provider slots
 
 
+Waiting = Callable[[], None] | None
+
+
 class Slots(Protocol):
-    def held(self, provider: str) -> contextlib.AbstractAsyncContextManager[None]: ...
+    def held(
+        self, provider: str, waiting: Waiting = None
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
 
 
 class CallSlots:
@@ -41,9 +53,13 @@ class CallSlots:
             return self._sems.setdefault(provider, threading.BoundedSemaphore(self.size))
 
     @contextlib.asynccontextmanager
-    async def held(self, provider: str) -> AsyncIterator[None]:
+    async def held(self, provider: str, waiting: Waiting = None) -> AsyncIterator[None]:
         sem = self._sem(provider)
+        told = False
         while not sem.acquire(blocking=False):
+            if waiting is not None and not told:
+                told = True
+                waiting()
             await asyncio.sleep(POLL_S)
         try:
             yield
@@ -59,29 +75,64 @@ def slot_key(provider: str, slot: int) -> int:
 
 
 class SharedCallSlots:
-    """At most ``size`` calls per provider across every process on the shared database."""
+    """At most ``size`` calls per provider across every process on the shared database
+    (``db``: a :class:`haytham.pgstore.Database`)."""
 
-    def __init__(self, size: int, connect: Callable[[], Any]) -> None:
+    def __init__(self, size: int, db: Any) -> None:
         self.size = size
-        self._connect = connect
+        self.db = db
+        self._local = CallSlots(size)
+        db.prepare()  # a wrong URL fails now, and a database away later is waited for  # more than `size` here could never all hold one
 
     def _take(self, conn: Any, provider: str) -> bool:
-        with conn.cursor() as cur:
-            for slot in range(self.size):
-                cur.execute(
-                    "SELECT pg_try_advisory_lock(%s, %s)", (_SLOT_CLASS, slot_key(provider, slot))
-                )
-                if cur.fetchone()[0]:
-                    return True
+        for slot in range(self.size):
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_SLOT_CLASS, slot_key(provider, slot))
+            ).fetchone()
+            if row[0]:
+                return True
         return False
 
+    def _acquire(self, provider: str, waiting: Waiting) -> Any:
+        """A held connection that holds one of ``provider``'s slots (blocking)."""
+        told = False
+
+        def attempt() -> Any:
+            nonlocal told
+            conn = self.db.take_held()
+            try:
+                conn.execute(f"LISTEN {SLOTS_CHANNEL}")
+                while not self._take(conn, provider):
+                    if waiting is not None and not told:
+                        told = True
+                        waiting()
+                    for _ in conn.notifies(timeout=WAKE_S, stop_after=1):
+                        pass
+                return conn
+            except BaseException:
+                self.db.give_back(conn)
+                raise
+
+        return self.db.retrying(attempt, "waiting for a provider slot")
+
+    def _release(self, conn: Any) -> None:
+        with contextlib.suppress(Exception):  # a dropped connection released it already
+            conn.execute("SELECT pg_advisory_unlock_all()")
+            conn.execute("SELECT pg_notify(%s, '')", (SLOTS_CHANNEL,))
+        self.db.give_back(conn)
+
     @contextlib.asynccontextmanager
-    async def held(self, provider: str) -> AsyncIterator[None]:
-        conn = self._connect()
-        try:
-            conn.autocommit = True
-            while not self._take(conn, provider):
-                await asyncio.sleep(POLL_S)
-            yield
-        finally:
-            conn.close()  # releases the slot
+    async def held(self, provider: str, waiting: Waiting = None) -> AsyncIterator[None]:
+        async with self._local.held(provider, waiting):
+            taking = asyncio.ensure_future(asyncio.to_thread(self._acquire, provider, waiting))
+            try:
+                conn = await asyncio.shield(taking)
+            except asyncio.CancelledError:  # the thread goes on: give its slot back once taken
+                taking.add_done_callback(
+                    lambda t: t.cancelled() or t.exception() or self._release(t.result())
+                )
+                raise
+            try:
+                yield
+            finally:
+                await asyncio.to_thread(self._release, conn)

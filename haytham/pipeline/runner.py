@@ -27,6 +27,7 @@ from haytham.errors import ContractViolation, HaythamError, StageFailed
 from haytham.impact import compute_impact, impact_lines
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
+from haytham.models.limits import SLOT_WAIT_EVENT
 from haytham.pipeline.context import (
     Context,
     build_anchor_context,
@@ -155,6 +156,11 @@ class StageRunner:
 
         return sink
 
+    def _waiting(self, stage: str) -> Callable[[], None]:
+        """The stage's next call waits for a provider slot: an event says so (every app
+        instance shows it on the Run page until the call's own event follows)."""
+        return lambda: self.files.append_event(SLOT_WAIT_EVENT, stage)
+
     def _streaming(self, row: str) -> Callable[[int], None] | None:
         if self.on_progress is None:
             return None
@@ -189,6 +195,7 @@ class StageRunner:
             stage,
             on_call=self._record_call(account_as or stage),
             on_progress=self._streaming(account_as or stage),
+            on_wait=self._waiting(account_as or stage),
             runtime=self.models,
             output_model=model_cls,
         )
