@@ -42,7 +42,13 @@ def _service(url: str, tmp_path: Path, **env: str):
 
 
 def _completed(svc, sid: str) -> list[str]:
-    return [str(e["stage"]) for e in svc.store.open(sid).events() if e["type"] == "stage_completed"]
+    """The stages (and the anchor, the input checks) completed, in order; a phase verifier may
+    run again by design (the re-check after a Gate 1 clarification), so it is not counted."""
+    return [
+        str(e["stage"])
+        for e in svc.store.open(sid).events()
+        if e["type"] == "stage_completed" and not str(e["stage"]).startswith("verify-")
+    ]
 
 
 def _jobs(url: str, session_id: str) -> list[dict]:
