@@ -6,7 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 from components.context import go, new_session_backend, select_session, show_error, started
-from components.intake_form import intake_panel, stops_at_intake
+from components.idea_text import show_idea
+from components.intake_form import intake_panel, pending_intake, stops_at_intake
 from components.progress import STAGE_COUNT
 from components.safe_text import code
 
@@ -35,6 +36,13 @@ def _use_example(text: str) -> None:
 b = new_session_backend()  # the provider chosen on the Model provider page, if any
 conf = b.service.settings
 st.title("New idea")
+pending = pending_intake(b)
+if pending is not None:  # the intake's questions or refusal replace the Start area, in view
+    intake_panel(b, pending, idea_key=IDEA_KEY)
+    state = b.service.load_state(pending)
+    with st.expander("Your idea, as you wrote it", icon=":material/lightbulb:"):
+        show_idea(state.idea)
+    st.stop()
 st.caption(
     "Describe the idea in your own words. Haytham turns it into a validated spec through "
     f"{STAGE_COUNT} and four decision gates, keeping it faithful to what you wrote."
@@ -140,7 +148,7 @@ if st.button(
     else:
         started(sid)
         select_session(sid)
-        if not stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: below
-            b.worker.run(sid)
-            go("run", sid)
-intake_panel(b, idea_key=IDEA_KEY)
+        if stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: on top
+            st.rerun()
+        b.worker.run(sid)
+        go("run", sid)
