@@ -28,7 +28,12 @@ from strands.types.exceptions import ContextWindowOverflowException
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
 from haytham.models.limits import Slots
-from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
+from haytham.models.providers import (
+    CREDENTIAL_HINTS,
+    classify_error,
+    surfacing,
+    unreachable_reason,
+)
 from haytham.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)
@@ -135,8 +140,10 @@ class AccountedModel(DelegatingModel):
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
         slots: Slots | None = None,
+        endpoint: str | None = None,
     ) -> None:
         super().__init__(inner)
+        self.endpoint = endpoint  # the base URL calls go to, named when nothing answers there
         self.slots = slots
         self.on_progress = on_progress
         self.provider = provider
@@ -210,6 +217,9 @@ class AccountedModel(DelegatingModel):
                 raise surfacing(error) from error.__cause__
             except Exception as error:
                 retryable, reason = classify_error(error)
+                unreachable = unreachable_reason(error, self.endpoint)
+                if unreachable is not None:  # a retry would meet the same closed door
+                    retryable = False
                 if retryable and attempt < self.max_retries:
                     attempt += 1
                     delay = self.retry_base_delay * (2 ** (attempt - 1))
@@ -222,7 +232,12 @@ class AccountedModel(DelegatingModel):
                     )
                     await asyncio.sleep(delay)
                     continue
-                message = self._failure_message(error, reason, attempt + 1, retryable)
+                message = (
+                    f"The {self.provider} model {self.model_id} could not be reached: "
+                    f"{unreachable}."
+                    if unreachable is not None
+                    else self._failure_message(error, reason, attempt + 1, retryable)
+                )
                 self._report(began, attempt, [], request_text, error=message)
                 failure = ProviderError(message, retryable=retryable, attempts=attempt + 1)
                 # tracebacks end up in logs and Burr's tracking: chain the SDK's error only

@@ -232,6 +232,19 @@ def _provider_model(
     raise ConfigError(f"Unknown provider {provider!r}.")  # Settings validation prevents this
 
 
+def endpoint_of(settings: Settings) -> str | None:
+    """The base URL a provider's calls go to, where the settings name one (for the message
+    when nothing answers there); ``None`` for the cloud SDKs' own endpoints and the local
+    server this process starts."""
+    if settings.provider == "openai":
+        return settings.openai_base_url or None
+    if settings.provider == "llamacpp":
+        return settings.llamacpp_base_url or "http://localhost:8080"
+    if settings.provider == "ollama":
+        return settings.ollama_host or "http://localhost:11434"
+    return None
+
+
 def build_model(
     settings: Settings,
     tier: str,
@@ -278,6 +291,7 @@ def build_model(
         max_retries=settings.max_retries,
         retry_base_delay=settings.retry_base_delay,
         slots=active.slots,
+        endpoint=endpoint_of(settings),
     )
     if owned:
         weakref.finalize(model, active.close)
