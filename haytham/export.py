@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from haytham.blockers import target_name
 from haytham.errors import InputError, StorageError
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.render import render_stage
@@ -94,7 +95,7 @@ def to_markdown(state: SessionState) -> str:
     if overrides:
         parts += ["## Overrides", ""]
         parts += [
-            f"- Gate {o['gate']}: {o['target']} — {o['reason']}"
+            f"- Gate {o['gate']}: {target_name(o['target'])} — {o['reason']}"
             + (" (auto)" if o.get("auto") else "")
             for o in overrides
         ]

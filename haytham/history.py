@@ -429,7 +429,7 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
                 Entry(
                     "cleared",
                     old.round,
-                    f"{why}: this gate's record was cleared",
+                    f"{why}: this gate's earlier decisions no longer apply",
                     at=step.at,
                     stage=revised[-1].stage if revised else slug,
                     seq=step.seq,

@@ -27,6 +27,7 @@ from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from haytham.blockers import target_name
 from haytham.errors import InputError
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.sanitize import terminal_safe
@@ -476,7 +477,10 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
     doc.heading("Reviewer decisions")
     doc.table(
         ["Gate", "Overridden", "Reason", "By"],
-        [[n, o.target, o.reason, "auto-approve" if o.auto else "reviewer"] for n, o in overrides],
+        [
+            [n, target_name(o.target), o.reason, "auto-approve" if o.auto else "reviewer"]
+            for n, o in overrides
+        ],
         widths=[12, 55, 85, 22],
     )
     doc.table(

@@ -8,6 +8,7 @@ import streamlit as st
 from components.context import attempt, backend, go, require_session, show_flash
 from components.intake_form import STOPPED, intake_panel
 from components.notice import model_quality_notice
+from components.pipeline_graph import readable_dot
 from components.progress import (
     STAGE_COUNT,
     done_count,
@@ -194,4 +195,4 @@ with st.expander("The pipeline graph", icon=":material/account_tree:"):
         "decision. Dashed "
         "edges are taken on a condition (a verifier's or a reviewer's route)."
     )
-    st.graphviz_chart(b.service.graph_dot(), use_container_width=True)
+    st.graphviz_chart(readable_dot(b.service.graph_dot()), use_container_width=True)

@@ -385,7 +385,7 @@ def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> Con
             break
     if last_input is None:
         return ContractViolation(
-            f"{stage}: the model did not produce a {model_cls.__name__} after one repair request",
+            f"{stage}: the model gave no structured answer, even after one repair request",
             actual_shape="text",
             expected_keys=list(model_cls.model_fields),
             mismatch="missing_required_key",
