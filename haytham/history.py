@@ -25,7 +25,7 @@ from burr.core import State
 from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
-from haytham.pipeline.gates import open_blocking
+from haytham.pipeline.gates import open_items
 from haytham.pipeline.graph import gate_name, verify_name
 from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
@@ -227,8 +227,12 @@ def _opened(step: Step, phase: Phase, record: GateRecord) -> Entry:
         details.append(f"Automatic rework: {note}" if note else "After automatic rework")
     elif record.feedback and record.rework_stage:
         details.append(f"After your rework of {_stage_title(record.rework_stage)}")
-    blocking = open_blocking(state, phase)
-    details.append(f"{len(blocking)} blocking item(s) open" if blocking else "Nothing blocking")
+    blocking = open_items(state, phase)  # what the decision panel lists as open
+    details.append(
+        f"{len(blocking)} blocking item{'s' if len(blocking) != 1 else ''} to resolve"
+        if blocking
+        else "Nothing blocking"
+    )
     return Entry(
         "opened",
         record.round,
@@ -473,6 +477,7 @@ _FIELDS = (
     "verifications",
     "stage_meta",
     "revisions",
+    "anchor",  # Gate 1's ambiguities block it too (gate_items)
 )
 _PER_STAGE = ("outputs", "validations")
 
