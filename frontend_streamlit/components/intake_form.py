@@ -19,6 +19,8 @@ def stops_at_intake(b: Any, sid: str) -> bool:
     intake (the page then shows :func:`intake_panel`); ``False`` when it may go on."""
     if not b.service.settings.intake:
         return False
+    if b.service.settings.provider == "local":  # minutes of model loading: the Run page shows
+        return False  # intake as its first row, and its questions when it stops there
     with st.spinner("Reading your idea…"):
         outcome = attempt(lambda: b.service.classify(sid))
     if outcome is not None and outcome.status in STOPPED:

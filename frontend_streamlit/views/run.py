@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 from components.context import attempt, backend, go, require_session, show_flash
 from components.intake_form import STOPPED, intake_panel
+from components.local_model import local_model_step
 from components.notice import model_quality_notice
 from components.pipeline_graph import readable_dot
 from components.progress import (
@@ -25,6 +26,7 @@ from haytham.stages import ANCHOR_AGENT, BY_SLUG
 from haytham.worker import Job, replay_miss_text
 
 REFRESH_S = 1.0
+STREAM_CHARS = 240  # the tail of the streamed text shown while a stage writes
 # A running box is an expander with a fixed icon: st.status's spinner turns into a tick in the
 # browser as soon as the page's script run ends, which read as "done" while the run went on.
 RUNNING_ICON = ":material/progress_activity:"
@@ -72,6 +74,7 @@ def progress() -> None:
     running = b.worker.current_stage(sid)
     estimates = b.worker.estimates(exclude=sid)
     alive = job is not None and job.alive
+    live = b.service.live_call(sid) if alive else None
     fraction, bar_text = progress_bar(summary, running, estimates)
     st.progress(fraction, text=bar_text)
     table = {
@@ -86,9 +89,11 @@ def progress() -> None:
         box = st.expander(label, expanded=True, icon=QUEUED_ICON)
     elif alive:
         label = f"Running · {job.elapsed():.0f} s"
+        preparing = local_model_step(b.service.models.server)
+        if preparing is not None:
+            label += f" · {preparing}"
         if running is not None:
             label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
-            live = b.service.live_call(sid)
             if live is not None:
                 label += f" · ≈{live.tokens:,} tokens received"
         box = st.expander(label, expanded=True, icon=RUNNING_ICON)
@@ -106,6 +111,11 @@ def progress() -> None:
             label = f"Not running · {done} of {total} steps done"
         box = st.expander(label, expanded=True, icon=":material/pause_circle:")
     with box:
+        if live is not None and live.text:  # what the stage is writing, as it streams
+            st.caption(
+                f"{md(BY_SLUG[live.row].title if live.row in BY_SLUG else live.row)} "
+                f"is writing: …{md(' '.join(live.text.split())[-STREAM_CHARS:])}"
+            )
         stage_table(summary, job, running, **table)
         st.caption(totals_line(summary, calling=running is not None))
     _next_step(status, job)

@@ -59,6 +59,8 @@ class ModelCall(BaseModel):
 CallSink = Callable[[ModelCall], None]
 """Receives one :class:`ModelCall` per model call (for cost/usage records). Must be thread-safe."""
 ProgressSink = Callable[[int], None]
+TextSink = Callable[[str], None]
+TAIL_CHARS = 600  # how much of the streamed text a live view keeps
 """Receives the estimated output tokens of the call in progress while it streams (a retried
 attempt counts from zero again). Must be cheap and thread-safe."""
 PROGRESS_STEP = 16  # report at most every this many estimated tokens
@@ -141,8 +143,10 @@ class AccountedModel(DelegatingModel):
         retry_base_delay: float = 1.0,
         slots: Slots | None = None,
         endpoint: str | None = None,
+        on_text: TextSink | None = None,
     ) -> None:
         super().__init__(inner)
+        self.on_text = on_text  # the tail of the text streamed so far, as it grows
         self.endpoint = endpoint  # the base URL calls go to, named when nothing answers there
         self.slots = slots
         self.on_progress = on_progress
@@ -190,18 +194,23 @@ class AccountedModel(DelegatingModel):
         attempt = 0
         while True:
             events: list[Any] = []
-            chars, shown = 0, 0
+            chars, shown, tail = 0, 0, ""
             try:
                 slot = self.slots.held(self.provider) if self.slots else contextlib.nullcontext()
                 async with slot:  # each attempt holds a provider slot; the back-off does not
                     async for event in start():
                         events.append(event)
-                        if self.on_progress is not None:
-                            chars += len(_delta_text(event))
+                        if self.on_progress is not None or self.on_text is not None:
+                            delta = _delta_text(event)
+                            chars += len(delta)
+                            tail = (tail + delta)[-TAIL_CHARS:]
                             tokens = math.ceil(chars / 4)  # as estimate_tokens counts them
                             if tokens >= shown + PROGRESS_STEP:
                                 shown = tokens
-                                self.on_progress(shown)
+                                if self.on_progress is not None:
+                                    self.on_progress(shown)
+                                if self.on_text is not None:
+                                    self.on_text(tail)
                 break
             except ContextWindowOverflowException as error:
                 # providers raise it from their SDK's error, which may echo the request's

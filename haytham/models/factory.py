@@ -21,7 +21,13 @@ from strands.models import Model
 
 from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
-from haytham.models.accounting import AccountedModel, CallSink, ProgressSink, estimate_tokens
+from haytham.models.accounting import (
+    AccountedModel,
+    CallSink,
+    ProgressSink,
+    TextSink,
+    estimate_tokens,
+)
 from haytham.models.limits import CallSlots, SharedCallSlots, Slots
 from haytham.models.llama_server import LocalServer
 from haytham.models.local import LocalModel
@@ -252,6 +258,7 @@ def build_model(
     *,
     on_call: CallSink | None = None,
     on_progress: ProgressSink | None = None,
+    on_text: TextSink | None = None,
     runtime: ModelRuntime | None = None,
     output_model: type[BaseModel] | None = None,
 ) -> Model:
@@ -292,6 +299,7 @@ def build_model(
         retry_base_delay=settings.retry_base_delay,
         slots=active.slots,
         endpoint=endpoint_of(settings),
+        on_text=on_text,
     )
     if owned:
         weakref.finalize(model, active.close)

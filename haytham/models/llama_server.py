@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -102,6 +103,39 @@ def local_model_path() -> Path:
     return target
 
 
+STOP_GRACE_S = 1.5  # after SIGTERM, then SIGKILL: Stop and Ctrl-C end the server within 2 s
+
+
+@dataclass(frozen=True)
+class StartupStep:
+    """A step of starting the local model, for a page that shows it is alive."""
+
+    step: str
+    elapsed_s: float
+    last_startup_s: float | None
+
+
+def _startup_file() -> Path:
+    return cache_dir() / "models" / "startup-seconds"
+
+
+def last_startup_seconds() -> float | None:
+    """How long the local server took to start last time on this machine, if known."""
+    try:
+        return float(_startup_file().read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def remember_startup_seconds(seconds: float) -> None:
+    """Keep ``seconds`` as the estimate for the next start (best effort)."""
+    try:
+        _startup_file().parent.mkdir(parents=True, exist_ok=True)
+        _startup_file().write_text(f"{seconds:.1f}")
+    except OSError:
+        pass
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -123,6 +157,16 @@ class LocalServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._base_url: str | None = None
         self._log_path: Path | None = None
+        self._step: tuple[str, float] | None = None  # what startup is doing, since when
+
+    def preparing(self) -> StartupStep | None:
+        """What starting the server is doing right now (``None`` once it answers, or before it
+        is asked for): the step, how long it has taken so far, and how long the last start took
+        on this machine (an estimate; ``None`` before the first)."""
+        step = self._step
+        if step is None:
+            return None
+        return StartupStep(step[0], time.monotonic() - step[1], last_startup_seconds())
 
     def url(self) -> str:
         """Base URL of the running server, starting it first if needed."""
@@ -133,7 +177,15 @@ class LocalServer:
             return self._base_url
 
     def _start(self) -> None:
+        self._step = ("preparing the model file", time.monotonic())
+        try:
+            self._start_server()
+        finally:
+            self._step = None
+
+    def _start_server(self) -> None:
         model = local_model_path()
+        self._step = ("loading the model into memory", time.monotonic())
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
@@ -151,6 +203,7 @@ class LocalServer:
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():
                 self.startup_seconds = time.perf_counter() - began
+                remember_startup_seconds(self.startup_seconds)
                 return
             if "bind" not in self.log_tail().lower():
                 break
@@ -185,7 +238,7 @@ class LocalServer:
         if process is not None and process.poll() is None:
             process.terminate()
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)

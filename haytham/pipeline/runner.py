@@ -116,12 +116,14 @@ class StageRunner:
         *,
         input_validation: bool | None = None,
         on_progress: Callable[[str, int | None], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> None:
         """``input_validation`` (receiving-stage validation, seed 000) defaults to
         ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``). ``on_progress(row, tokens)`` hears the
         output tokens of a call while it streams, and ``(row, None)`` when it returns."""
         self.settings = settings
         self.on_progress = on_progress
+        self.on_text = on_text  # the tail of the text a call streams (the Run page shows it)
         self.models = models
         self.files = files
         self.post_validator = post_validator
@@ -173,6 +175,7 @@ class StageRunner:
             stage,
             on_call=self._record_call(account_as or stage),
             on_progress=self._streaming(account_as or stage),
+            on_text=self.on_text,
             runtime=self.models,
             output_model=model_cls,
         )
