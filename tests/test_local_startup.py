@@ -122,3 +122,44 @@ def test_the_run_page_words_for_a_starting_model() -> None:
         "starting the local model: loading the model into memory (45 s of about 60 s last time)"
     )
     assert "no estimate before its first start here" in str(local_model_step(Starting(None)))
+
+
+def test_stop_does_not_wait_for_a_start_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start holds the server's lock while the model loads; Stop must not queue behind it."""
+    import threading
+
+    from haytham.errors import ConfigError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(llama_server, "local_model_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(
+        llama_server,
+        "server_command",
+        lambda *a: [sys.executable, "-c", "import time; time.sleep(60)"],
+    )
+
+    def loading(self: LocalServer) -> bool:  # until the process is gone, as the real check
+        while self._process is not None and self._process.poll() is None:
+            time.sleep(0.05)
+        return False
+
+    monkeypatch.setattr(LocalServer, "_wait_healthy", loading)
+    server = LocalServer()
+    failures: list[Exception] = []
+
+    def start() -> None:
+        try:
+            server.url()
+        except ConfigError as exc:
+            failures.append(exc)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    _wait_for(lambda: (s := server.preparing()) is not None and s.step.startswith("loading"))
+    began = time.monotonic()
+    server.stop()
+    assert time.monotonic() - began < 2.0
+    starter.join(10)
+    assert not starter.is_alive() and failures  # the start ends with a sentence, no server

@@ -8,6 +8,7 @@ agents. Paths are computed on demand; processes belong to instances.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
@@ -158,6 +159,8 @@ class LocalServer:
         self._base_url: str | None = None
         self._log_path: Path | None = None
         self._step: tuple[str, float] | None = None  # what startup is doing, since when
+        self._stopped = False
+        atexit.register(self.stop)  # Ctrl-C on the CLI or the UI ends the server with us
 
     def preparing(self) -> StartupStep | None:
         """What starting the server is doing right now (``None`` once it answers, or before it
@@ -200,6 +203,9 @@ class LocalServer:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                 )
+            if self._stopped:  # stopped while this start was under way
+                self._stop_process()
+                raise ConfigError("The local model server was stopped while it started.")
             self._base_url = f"http://127.0.0.1:{port}"
             if self._wait_healthy():
                 self.startup_seconds = time.perf_counter() - began
@@ -244,8 +250,13 @@ class LocalServer:
                 process.wait(timeout=10)
 
     def stop(self) -> None:
-        """Stop the server (idempotent); its log file is removed."""
-        with self._lock:
-            self._stop_process()
-            if self._log_path is not None:
-                self._log_path.unlink(missing_ok=True)
+        """Stop the server (idempotent); its log file is removed. Never waits for a start under
+        way (which holds the lock for as long as the model loads): the process ends now."""
+        self._stopped = True
+        self._stop_process()
+        if self._lock.acquire(timeout=0.1):
+            try:
+                if self._log_path is not None:
+                    self._log_path.unlink(missing_ok=True)
+            finally:
+                self._lock.release()
