@@ -64,6 +64,15 @@ def fit_widths(
         if title and _longest([title], head_measure) + PADDING_PT > room:
             shown[c] = ABBREVIATIONS.get(title, title)
         need[c] = max(need[c], _longest([shown[c]], head_measure) + PADDING_PT)
+    # a column with nothing in it keeps only its header's room; the others share the rest
+    empty = [not any(t.strip() for t in col) for col in columns]
+    if any(empty) and not all(empty):
+        freed = sum(w - n for w, n, e in zip(widths, need, empty, strict=True) if e and w > n)
+        full = sum(w for w, e in zip(widths, empty, strict=True) if not e)
+        widths = [
+            min(w, n) if e else w + freed * w / full
+            for w, n, e in zip(widths, need, empty, strict=True)
+        ]
     landscape = sum(need) > available and landscape_available is not None
     room = landscape_available if landscape and landscape_available else available
     base = [w * room / sum(widths) for w in widths] if landscape else list(widths)

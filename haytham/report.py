@@ -588,6 +588,14 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
     )
 
 
+def _where(where: str) -> str:
+    """A change's place as the pages name it: ``in_scope[SCOPE-1]`` -> ``In scope · SCOPE-1``."""
+    found = re.fullmatch(r"(\w+)\[(.+)\]", where)
+    field, item = (found[1], found[2]) if found else (where, "")
+    words = field.replace("_", " ")
+    return words[:1].upper() + words[1:] + (f" · {item}" if item else "")
+
+
 def _change_requests(doc: _Doc, state: SessionState) -> None:
     """The founder's change requests, as the Markdown export lists them: when, which stage,
     the request, why, the invariants it touches and what changed."""
@@ -605,7 +613,7 @@ def _change_requests(doc: _Doc, state: SessionState) -> None:
         )
         doc.table(
             ["Change", "Where", "Before", "After"],
-            [[c.kind, c.where, c.before, c.after] for c in r.changes],
+            [[c.kind, _where(c.where), c.before, c.after] for c in r.changes],
             widths=[16, 40, 59, 59],
         )
 
