@@ -12,6 +12,7 @@ from components.notice import model_quality_notice
 from components.pipeline_graph import readable_dot
 from components.progress import (
     STAGE_COUNT,
+    describe,
     done_count,
     inherited_steps,
     pretty_status,
@@ -93,7 +94,10 @@ def progress() -> None:
         if preparing is not None:
             label += f" · {preparing}"
         if running is not None:
-            label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
+            where = describe(running.stage)  # the step's name as the table says it
+            label += (
+                f" · now: {md(where[1] if where else running.stage)} ({running.elapsed():.0f} s)"
+            )
             if live is not None:
                 label += f" · ≈{live.tokens:,} tokens received"
         box = st.expander(label, expanded=True, icon=RUNNING_ICON)

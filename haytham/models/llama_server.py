@@ -137,6 +137,16 @@ def remember_startup_seconds(seconds: float) -> None:
         pass
 
 
+def _stop_at_exit(server: LocalServer) -> None:
+    """Stop ``server`` as the process exits (Ctrl-C on the CLI or the UI), *before* Python
+    waits for its running threads: a run's thread waits for its model call, which only ends
+    once the server does (measured: 23 s after Ctrl-C with a plain ``atexit`` hook)."""
+    try:
+        threading._register_atexit(server.stop)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # no such hook, or the process is already exiting
+        atexit.register(server.stop)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -160,7 +170,7 @@ class LocalServer:
         self._log_path: Path | None = None
         self._step: tuple[str, float] | None = None  # what startup is doing, since when
         self._stopped = False
-        atexit.register(self.stop)  # Ctrl-C on the CLI or the UI ends the server with us
+        _stop_at_exit(self)
 
     def preparing(self) -> StartupStep | None:
         """What starting the server is doing right now (``None`` once it answers, or before it
