@@ -616,14 +616,14 @@ class LiveCalls:
 
         return report
 
-    def text_sink(self, session_id: str) -> Callable[[str], None]:
-        """The tail of the text the session's current call has streamed so far."""
+    def text_sink(self, session_id: str) -> Callable[[str, str], None]:
+        """``(row, text)``: the tail of the text the session's current call has streamed so
+        far (or what the model is doing before its first token)."""
 
-        def keep(text: str) -> None:
+        def keep(row: str, text: str) -> None:
             with self._lock:
-                held = self._calls.get(session_id)
-                if held is not None:
-                    self._calls[session_id] = dataclasses.replace(held, text=text)
+                held = self._calls.get(session_id) or LiveCall(row, 0, time.monotonic())
+                self._calls[session_id] = dataclasses.replace(held, text=text)
 
         return keep
 

@@ -87,7 +87,7 @@ def test_the_streamed_text_is_kept_for_the_run_page() -> None:
     live = LiveCalls()
     report, keep = live.reporter("s1"), live.text_sink("s1")
     report("idea-analysis", 16)
-    keep("…the idea is")
+    keep("idea-analysis", "…the idea is")
     report("idea-analysis", 32)  # more tokens keep the text until the next tail
     assert live.get("s1").text == "…the idea is"
     report("idea-analysis", None)

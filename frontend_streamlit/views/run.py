@@ -23,6 +23,7 @@ from components.progress import (
 from components.safe_text import code, md, no_paths
 from components.stale_banner import stale_banner
 
+from haytham.models.local import READING
 from haytham.stages import ANCHOR_AGENT, BY_SLUG
 from haytham.worker import Job, replay_miss_text
 
@@ -116,10 +117,13 @@ def progress() -> None:
         box = st.expander(label, expanded=True, icon=":material/pause_circle:")
     with box:
         if live is not None and live.text:  # what the stage is writing, as it streams
-            st.caption(
-                f"{md(BY_SLUG[live.row].title if live.row in BY_SLUG else live.row)} "
-                f"is writing: …{md(' '.join(live.text.split())[-STREAM_CHARS:])}"
-            )
+            where = describe(live.row)
+            who = md(where[1] if where else live.row)
+            if live.text.startswith(READING):  # the local model reads its prompt first
+                st.caption(f"{who} is {md(live.text)}")
+            else:
+                tail = " ".join(live.text.split())[-STREAM_CHARS:]
+                st.caption(f"{who} is writing: …{md(tail)}")
         stage_table(summary, job, running, **table)
         st.caption(totals_line(summary, calling=running is not None))
     _next_step(status, job)

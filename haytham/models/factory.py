@@ -150,6 +150,7 @@ def _provider_model(
     agent: str,
     runtime: ModelRuntime,
     output_model: type[BaseModel] | None = None,
+    on_text: TextSink | None = None,
 ) -> Model:
     """The raw Strands model for the configured provider (no wrappers)."""
     provider, model_id = settings.provider, settings.model_id(tier)
@@ -164,6 +165,7 @@ def _provider_model(
             timeout=max(timeout, 600.0),
             context_window=window,
             output_model=output_model,
+            on_text=on_text,
         )
     if provider == "replay":
         if settings.cassette is None:
@@ -284,7 +286,7 @@ def build_model(
     check_provider(settings)
     owned = runtime is None
     active = runtime or ModelRuntime(settings)
-    inner = _provider_model(settings, tier, agent, active, output_model)
+    inner = _provider_model(settings, tier, agent, active, output_model, on_text)
     if settings.record_to is not None and settings.provider != "replay":
         inner = RecordingModel(inner, agent, settings.record_to)
     model = AccountedModel(

@@ -116,7 +116,7 @@ class StageRunner:
         *,
         input_validation: bool | None = None,
         on_progress: Callable[[str, int | None], None] | None = None,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str, str], None] | None = None,
     ) -> None:
         """``input_validation`` (receiving-stage validation, seed 000) defaults to
         ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``). ``on_progress(row, tokens)`` hears the
@@ -147,6 +147,12 @@ class StageRunner:
         report = self.on_progress
         return lambda tokens: report(row, tokens)
 
+    def _texting(self, row: str) -> Callable[[str], None] | None:
+        if self.on_text is None:
+            return None
+        keep = self.on_text
+        return lambda text: keep(row, text)
+
     def tools_for(self, spec: StageSpec) -> list[Any]:
         """The tools the stage may call that this run has (web search needs a search URL)."""
         if "web_search" in spec.tools and self.settings.search_url:
@@ -175,7 +181,7 @@ class StageRunner:
             stage,
             on_call=self._record_call(account_as or stage),
             on_progress=self._streaming(account_as or stage),
-            on_text=self.on_text,
+            on_text=self._texting(account_as or stage),
             runtime=self.models,
             output_model=model_cls,
         )
