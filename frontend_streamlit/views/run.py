@@ -99,7 +99,7 @@ def progress() -> None:
             label += (
                 f" · now: {md(where[1] if where else running.stage)} ({running.elapsed():.0f} s)"
             )
-            if live is not None:
+            if live is not None and live.tokens:
                 label += f" · ≈{live.tokens:,} tokens received"
         box = st.expander(label, expanded=True, icon=RUNNING_ICON)
     elif job is not None and job.state == "failed" or status.get("state") == "failed":
