@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from haytham.blockers import target_name
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.evals.cli import add_parser as add_eval_parser
@@ -690,7 +691,7 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         if g.get("rework_stage"):
             say(f"rework at Gate {n} of {g['rework_stage']}: {g.get('feedback', '')}")
     for o in st["overrides"]:
-        say(f"override at Gate {o['gate']} [{o['target']}]: {o['reason']}")
+        say(f"override at Gate {o['gate']} ({target_name(o['target'])}): {o['reason']}")
     if st["last_error"]:
         say(
             f"last error: {st['last_error']} — fix the cause, then `haytham resume "

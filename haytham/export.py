@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from haytham.blockers import target_name
 from haytham.caveats import anchor_lines, check_caveats, open_questions
 from haytham.errors import InputError, StorageError
 from haytham.impact import impact_lines
@@ -111,7 +112,7 @@ def to_markdown(state: SessionState, record: Sequence[str] = ()) -> str:
     if overrides:
         parts += ["## Overrides", ""]
         parts += [
-            f"- Gate {o['gate']}: {o['target']} — {o['reason']}"
+            f"- Gate {o['gate']}: {target_name(o['target'])} — {o['reason']}"
             + (" (auto)" if o.get("auto") else "")
             for o in overrides
         ]

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
 from haytham.impact import compute_impact, impact_lines
-from haytham.pipeline.gates import open_blocking
+from haytham.pipeline.gates import open_items
 from haytham.pipeline.graph import gate_name, verify_name
 from haytham.pipeline.state import SessionState, check_row, state_from_row
 from haytham.schemas.envelope import StageOutput
@@ -239,8 +239,12 @@ def _opened(step: Step, phase: Phase, record: GateRecord) -> Entry:
         details.append(f"Automatic rework: {note}" if note else "After automatic rework")
     elif record.feedback and record.rework_stage:
         details.append(f"After your rework of {_stage_title(record.rework_stage)}")
-    blocking = open_blocking(state, phase)
-    details.append(f"{len(blocking)} blocking item(s) open" if blocking else "Nothing blocking")
+    blocking = open_items(state, phase)  # what the decision panel lists as open
+    details.append(
+        f"{len(blocking)} blocking item{'s' if len(blocking) != 1 else ''} to resolve"
+        if blocking
+        else "Nothing blocking"
+    )
     return Entry(
         "opened",
         record.round,
@@ -476,7 +480,7 @@ def gate_history(steps: Iterable[Step], gate: int) -> GateHistory:
                 Entry(
                     "cleared",
                     old.round,
-                    f"{why}: this gate's record was cleared",
+                    f"{why}: this gate's earlier decisions no longer apply",
                     at=step.at,
                     stage=revised[-1].stage if revised else slug,
                     seq=step.seq,
@@ -523,7 +527,7 @@ _FIELDS = (
     "verifications",
     "stage_meta",
     "revisions",
-    "anchor",  # what the impact on the invariants is computed against
+    "anchor",  # the impact on the invariants; Gate 1's ambiguities (gate_items)
 )
 _PER_STAGE = ("outputs", "validations")
 

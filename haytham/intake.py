@@ -262,6 +262,30 @@ def with_clarifications(idea: str, section: str) -> str:
     return f"{idea.rstrip()}\n\n{section}" if section else idea
 
 
+_CLARIFIED_Q = re.compile(r"^- Q \((?P<dimension>[^)]*)\): (?P<question>.*)$")
+_CLARIFIED_A = re.compile(r"^  A: (?P<answer>.*)$")
+
+
+def split_clarifications(idea: str) -> tuple[str, list[tuple[str, str]]]:
+    """``idea`` as the founder wrote it and the (question, answer) pairs of its "Founder's
+    clarifications" section, the inverse of :func:`with_clarifications` (for showing them as a
+    list instead of Markdown). A text without the section, or one whose section does not read as
+    questions and answers, comes back whole with no pairs."""
+    head, sep, section = idea.rpartition("\n\n" + CLARIFICATIONS_HEADING + "\n")
+    if not sep:
+        return idea, []
+    pairs: list[tuple[str, str]] = []
+    lines = [line for line in section.split("\n") if line.strip()]
+    for q_line, a_line in zip(lines[::2], lines[1::2], strict=False):
+        q, a = _CLARIFIED_Q.match(q_line), _CLARIFIED_A.match(a_line)
+        if q is None or a is None:
+            return idea, []
+        pairs.append((q["question"], a["answer"]))
+    if not pairs or len(lines) % 2:
+        return idea, []
+    return head.rstrip(), pairs
+
+
 def parse_answers_text(text: str) -> list[str]:
     """Answers from a file: a JSON list of strings, else one answer per line (an empty line
     skips its question; trailing empty lines are ignored)."""

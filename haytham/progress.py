@@ -591,6 +591,7 @@ class LiveCall:
     row: str
     tokens: int
     since: float
+    text: str = ""  # the tail of what the call has generated so far
 
 
 class LiveCalls:
@@ -609,10 +610,22 @@ class LiveCalls:
                 if tokens is None:
                     self._calls.pop(session_id, None)
                     return
-                since = self._calls[session_id].since if session_id in self._calls else 0.0
-                self._calls[session_id] = LiveCall(row, tokens, since or time.monotonic())
+                held = self._calls.get(session_id)
+                since, text = (held.since, held.text) if held is not None else (0.0, "")
+                self._calls[session_id] = LiveCall(row, tokens, since or time.monotonic(), text)
 
         return report
+
+    def text_sink(self, session_id: str) -> Callable[[str, str], None]:
+        """``(row, text)``: the tail of the text the session's current call has streamed so
+        far (or what the model is doing before its first token)."""
+
+        def keep(row: str, text: str) -> None:
+            with self._lock:
+                held = self._calls.get(session_id) or LiveCall(row, 0, time.monotonic())
+                self._calls[session_id] = dataclasses.replace(held, text=text)
+
+        return keep
 
     def get(self, session_id: str) -> LiveCall | None:
         with self._lock:

@@ -14,6 +14,7 @@ an item of any length splits across pages.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -23,17 +24,31 @@ from xml.sax.saxutils import escape
 from reportlab.graphics.charts.linecharts import HorizontalLineChart
 from reportlab.graphics.shapes import Drawing, String
 from reportlab.lib import colors
-from reportlab.lib.pagesizes import A4
+from reportlab.lib.pagesizes import A4, landscape
 from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfbase.ttfonts import TTFont
-from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+from reportlab.platypus import (
+    BaseDocTemplate,
+    Flowable,
+    Frame,
+    NextPageTemplate,
+    PageBreak,
+    PageTemplate,
+    Paragraph,
+    Spacer,
+    Table,
+    TableStyle,
+)
 
+from haytham.blockers import stage_name, target_name
 from haytham.caveats import check_caveats, open_questions
 from haytham.errors import InputError
 from haytham.impact import impact_lines
+from haytham.intake import split_clarifications
+from haytham.pdf_columns import Fitted, fit_widths
 from haytham.pipeline.state import SessionState, payload_of
 from haytham.sanitize import terminal_safe
 from haytham.schemas.anchor import Invariant
@@ -175,6 +190,8 @@ class _Doc:
     ) -> None:
         if not rows:
             return
+        fitted = _fitted(header if head else ["" for _ in header], rows, widths)
+        header = fitted.header
         data = [[Paragraph(_markup(h), self.cell_head) for h in header]] if head else []
         cols = [w * mm for w in widths] if widths else [TEXT_WIDTH / len(header)] * len(header)
         for row in rows:  # a long cell goes on over rows of its own: a table splits between rows
@@ -185,7 +202,7 @@ class _Doc:
                 )
         table = Table(
             data,
-            colWidths=[w * mm for w in widths] if widths else None,
+            colWidths=fitted.widths,
             repeatRows=1 if head else 0,
             hAlign="LEFT",
         )
@@ -198,9 +215,15 @@ class _Doc:
         if head:
             style.append(("BACKGROUND", (0, 0), (-1, 0), HEAD))
         table.setStyle(TableStyle(style))
+        if fitted.landscape:  # the words need a wider page: this table gets one of its own
+            self.parts += [NextPageTemplate("landscape"), PageBreak(), table]
+            self.parts += [NextPageTemplate("portrait"), PageBreak()]
+            return
         self.parts += [table, Spacer(1, 4 * mm)]
 
-    def render(self, title: str, session_id: str) -> bytes:
+    def render(self, title: str, session_id: str, name: str = "") -> bytes:
+        """The PDF: ``title`` (the report's kind) in every page's footer; the document's
+        title is the idea's ``name`` (the session id without one)."""
         buf = io.BytesIO()
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -209,21 +232,83 @@ class _Doc:
             canvas.setFont(FONT, 7.5)
             canvas.setFillColor(MUTED)
             canvas.drawString(18 * mm, 10 * mm, f"Haytham · {title} · session {session_id}")
-            canvas.drawRightString(A4[0] - 18 * mm, 10 * mm, f"{stamp} · page {doc.page}")
+            width = canvas._pagesize[0]  # portrait or landscape
+            canvas.drawRightString(width - 18 * mm, 10 * mm, f"{stamp} · page {doc.page}")
             canvas.restoreState()
 
-        doc = SimpleDocTemplate(
+        doc = BaseDocTemplate(
             buf,
             pagesize=A4,
             leftMargin=18 * mm,
             rightMargin=18 * mm,
             topMargin=16 * mm,
             bottomMargin=18 * mm,
-            title=f"{title} — {session_id}",
+            title=f"{name or session_id} — {title}",
             author="Haytham",
         )
-        doc.build(self.parts, onFirstPage=footer, onLaterPages=footer)
+        doc.addPageTemplates(
+            [_page("portrait", A4, footer), _page("landscape", landscape(A4), footer)]
+        )
+        doc.build(self.parts)
         return buf.getvalue()
+
+
+MARGIN_MM = 18
+PORTRAIT_PT = A4[0] - 2 * MARGIN_MM * mm
+LANDSCAPE_PT = A4[1] - 2 * MARGIN_MM * mm
+
+
+def _page(name: str, size: tuple[float, float], footer: Any) -> PageTemplate:
+    """A page of ``size`` with the report's margins and footer."""
+    frame = Frame(
+        MARGIN_MM * mm,
+        18 * mm,
+        size[0] - 2 * MARGIN_MM * mm,
+        size[1] - 34 * mm,
+        id=name,
+        leftPadding=0,
+        rightPadding=0,
+        topPadding=0,
+        bottomPadding=0,
+    )
+    return PageTemplate(id=name, frames=[frame], onPage=footer, pagesize=size)
+
+
+def _fitted(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], widths: Sequence[float] | None
+) -> Fitted:
+    """Column widths (points) that fit every column's longest word (see :mod:`haytham.pdf_columns`)."""
+    count = len(header)
+    given = [w * mm for w in widths] if widths else [PORTRAIT_PT / count] * count
+    columns = [[_plain(row[c]) for row in rows if c < len(row)] for c in range(count)]
+    return fit_widths(
+        header,
+        columns,
+        given,
+        PORTRAIT_PT,
+        lambda w: pdfmetrics.stringWidth(w, FONT, 8),
+        lambda w: pdfmetrics.stringWidth(w, BOLD, 8),
+        landscape_available=LANDSCAPE_PT,
+    )
+
+
+TITLE_CHARS = 90
+
+
+def idea_title(idea: str) -> str:
+    """The idea's own title: its first sentence, in the founder's words (cut at a word near
+    :data:`TITLE_CHARS`), for the report's first line and the PDF's title."""
+    text = " ".join(split_clarifications(idea)[0].split())
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].rstrip(".") or "Your idea"
+    if len(first) <= TITLE_CHARS:
+        return first
+    return first[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def measured(scores: Any, key: str) -> float | None:
+    """A stage's similarity to ``key`` (idea or anchor); ``None`` when it was not measured."""
+    value = scores.get(key) if isinstance(scores, dict) else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _plain(value: Any) -> str:
@@ -283,14 +368,19 @@ def _markup(text: str) -> str:
 
 # -- the validation ------------------------------------------------------------------------
 def _cover(doc: _Doc, state: SessionState, title: str) -> None:
-    doc.parts.append(Paragraph(_markup(title), doc.title))
-    doc.text(f"Session {state.session_id or ''}", doc.small)
+    doc.parts.append(Paragraph(_markup(idea_title(state.idea)), doc.title))
+    doc.text(f"{title} · session {state.session_id or ''}", doc.small)
     caveats = check_caveats(state)
     if caveats:  # on the first page, before anything a reader might take as checked
         doc.heading("Read this first", 2)
         doc.bullets(caveats)
     doc.heading("The idea")
-    doc.text(state.idea)
+    text, answers = split_clarifications(state.idea)
+    doc.text(text)
+    if answers:  # the founder's answers to the intake questions, as a list, not Markdown
+        doc.heading("Your answers to the intake questions", level=2)
+        for question, answer in answers:
+            doc.text(f"{question} — {answer}")
 
 
 def _verdict(doc: _Doc, state: SessionState) -> None:
@@ -560,7 +650,8 @@ def _fidelity(doc: _Doc, state: SessionState) -> None:
     drawing = Drawing(170 * mm, 70 * mm)
     chart = HorizontalLineChart()
     chart.x, chart.y, chart.width, chart.height = 12 * mm, 14 * mm, 150 * mm, 48 * mm
-    chart.data = [[float(state.divergence[s.slug].get(k, 0.0)) for s in ran] for k, _ in series]
+    # a value not measured (stage 1 runs before the anchor exists) is a gap, never a 0
+    chart.data = [[measured(state.divergence[s.slug], k) for s in ran] for k, _ in series]
     chart.categoryAxis.categoryNames = [str(s.number) for s in ran]
     chart.categoryAxis.labels.fontName = FONT
     chart.valueAxis.labels.fontName = FONT
@@ -575,6 +666,14 @@ def _fidelity(doc: _Doc, state: SessionState) -> None:
         drawing.add(label)
     doc.parts.append(drawing)
     doc.text("Stage numbers along the bottom; higher is closer.", doc.small)
+    gaps = [
+        f"stage {s.number} to the {k}"
+        for s in ran
+        for k, _ in series
+        if measured(state.divergence[s.slug], k) is None
+    ]
+    if gaps:
+        doc.text(f"Not measured (no point drawn): {', '.join(gaps)}.", doc.small)
 
 
 def _decisions(doc: _Doc, state: SessionState) -> None:
@@ -588,7 +687,9 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
         [
             [
                 n,
-                "stale checks (approved anyway)" if o.target == STALE_CHECKS else o.target,
+                "stale checks (approved anyway)"
+                if o.target == STALE_CHECKS
+                else target_name(o.target),
                 o.reason,
                 "auto-approve" if o.auto else (o.by or "reviewer"),
             ]
@@ -601,19 +702,43 @@ def _decisions(doc: _Doc, state: SessionState) -> None:
         [[n, g.rework_stage, g.feedback] for n, g in reworks],
         widths=[12, 40, 122],
     )
-    if state.revisions:
-        doc.heading("Change requests", 2)
-        doc.table(
-            ["Stage", "Request", "Invariants touched (code's check)"],
+
+
+def _where(where: str) -> str:
+    """A change's place as the pages name it: ``in_scope[SCOPE-1]`` -> ``In scope · SCOPE-1``."""
+    found = re.fullmatch(r"(\w+)\[(.+)\]", where)
+    field, item = (found[1], found[2]) if found else (where, "")
+    words = field.replace("_", " ")
+    return words[:1].upper() + words[1:] + (f" · {item}" if item else "")
+
+
+def _change_requests(doc: _Doc, state: SessionState) -> None:
+    """The founder's change requests, as the Markdown export lists them: when, which stage,
+    the request, why, the invariants it touches and what changed."""
+    if not state.revisions:
+        return
+    names = {
+        i.id: f"{i.id} {i.property}" for i in (state.anchor.invariants if state.anchor else [])
+    }
+    doc.heading("Change requests")
+    for r in state.revisions:
+        doc.heading(f"{stage_name(r.stage)}: “{r.request}”", level=2)
+        touched = (
+            "; ".join(impact_lines(r.impact))
+            if r.impact
+            else ", ".join(names.get(i, i) for i in r.invariants_touched)
+        ) or "none"
+        doc.pairs(
             [
-                [
-                    r.stage,
-                    r.request,
-                    "; ".join(impact_lines(r.impact)) if r.impact else r.invariants_touched,
-                ]
-                for r in state.revisions
-            ],
-            widths=[30, 60, 84],
+                ("When", r.at[:16].replace("T", " ")),
+                ("Why", r.why),
+                ("Invariants touched (code's check)", touched),
+            ]
+        )
+        doc.table(
+            ["Change", "Where", "Before", "After"],
+            [[c.kind, _where(c.where), c.before, c.after] for c in r.changes],
+            widths=[16, 40, 59, 59],
         )
 
 
@@ -646,7 +771,8 @@ def report(state: SessionState, kind: str, record: Sequence[str] = ()) -> bytes:
         _stories(doc, state)
         _fidelity(doc, state)
         _decisions(doc, state)
+        _change_requests(doc, state)
     if record:
         doc.heading("Decisions on record")
         doc.bullets(record)
-    return doc.render(title, state.session_id or "")
+    return doc.render(title, state.session_id or "", idea_title(state.idea))

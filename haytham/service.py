@@ -262,6 +262,7 @@ class Haytham:
             files,
             self.post_validator,
             on_progress=self.live.reporter(files.session_id),
+            on_text=self.live.text_sink(files.session_id),
         )
         verifier = (
             self.verifier_factory(self.settings, self.models, files)

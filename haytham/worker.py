@@ -22,11 +22,15 @@ from typing import Any, Literal
 
 from haytham.access import Action
 from haytham.errors import CassetteMiss, HaythamError, SessionLocked
+from haytham.intake import AGENT as INTAKE_AGENT
+from haytham.intake import IntakeAnswer
 from haytham.models.limits import SLOT_WAIT_EVENT
+from haytham.models.replay import Cassette
 from haytham.progress import Estimate, session_provider, stage_estimates
 from haytham.revise import Proposal
 from haytham.service import Haytham, Outcome
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
+from haytham.validate.grounding import is_grounded
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +93,6 @@ class ReplayFit:
 
     ok: bool
     why: str  # one sentence: why not, or (when ``ok``) what the replay will answer with
-    any_idea: bool = False  # the cassette's entries have no conditions: every idea replays alike
 
 
 def replay_miss_text(message: str) -> str | None:
@@ -104,7 +107,7 @@ def replay_miss_text(message: str) -> str | None:
     return (
         f"replay mode has no recorded answer for {what} (the cassette was recorded for another "
         "idea or another path), so running this step again stops here again. Start a new idea "
-        "that the cassette covers (New idea lists them), or use a model provider."
+        "that the cassette covers (New idea offers them as its examples), or use a model provider."
     )
 
 
@@ -311,6 +314,7 @@ class RunWorker:
             return ReplayFit(True, "")
         if settings.cassette is None:
             return ReplayFit(False, "Replay mode needs a cassette (HAYTHAM_CASSETTE).")
+        check_idea = agent is None  # Start: is this the idea the recording was made for?
         agent = agent or STAGES[0].slug
         cassette = self.service.models.cassette(settings.cassette)
         entries = [
@@ -323,11 +327,12 @@ class RunWorker:
                 False, f"Replay mode: the cassette has no recorded answer for {_step(agent)}."
             )
         if any(not e.when for e in entries):
+            if check_idea and not covers_recorded_idea(cassette, idea, settings.intake):
+                return ReplayFit(False, NOT_COVERED)
             return ReplayFit(
                 True,
-                "Replay mode: the cassette answers every idea with the run it recorded, so the "
-                "outputs are that recording, whatever you type.",
-                any_idea=True,
+                "Replay mode: the cassette has a recorded run for this idea; the outputs are "
+                "that recording, not a model's answers.",
             )
         text = idea + "\n" + _instructions(agent)
         if any(all(c in text for c in e.when) for e in entries):
@@ -344,6 +349,38 @@ def _timestamp(value: Any) -> float:
         return datetime.fromisoformat(str(value)).timestamp()
     except ValueError:
         return time.time()
+
+
+NOT_COVERED = (
+    "Replay mode: the cassette recorded another idea, and this text is not it, so its answers "
+    "would describe that idea instead of yours. Pick one of the ideas it covers, or use a "
+    "model provider."
+)
+COVERED_SHARE = 0.5  # of the recorded anchor's source quotes found in the idea
+
+
+def covers_recorded_idea(cassette: Cassette, idea: str, intake: bool = False) -> bool:
+    """Whether a recording made without ``when`` conditions (it answers every request alike)
+    was made for ``idea``: at least :data:`COVERED_SHARE` of its concept anchor's source quotes,
+    which quote the recorded idea, are found in ``idea`` (the grounding rule). A cassette with
+    no recorded anchor can't tell, and covers every idea; with intake on, a recorded intake
+    answer that stops (questions, or "not an idea") is replayed first and covers it too."""
+    if intake:
+        recorded = cassette.recorded_input(INTAKE_AGENT)
+        if recorded is not None and IntakeAnswer.model_validate(recorded).classification != (
+            "idea"
+        ):
+            return True
+    anchor = cassette.recorded_input(ANCHOR_AGENT) or {}
+    quotes = [
+        str(inv.get("source") or "")
+        for inv in anchor.get("invariants") or []
+        if isinstance(inv, dict) and str(inv.get("source") or "").strip()
+    ]
+    if not quotes:
+        return True
+    found = sum(is_grounded(q, idea) for q in quotes)
+    return found >= COVERED_SHARE * len(quotes)
 
 
 def _step(agent: str) -> str:

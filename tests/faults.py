@@ -6,7 +6,7 @@ anchor, verifiers) is wrapped by a :class:`FaultyModel` *below* the accounting/r
 retries, the events and the typed errors the tests observe are the real ones.
 
 Kinds raised as exceptions (what provider SDKs raise): ``timeout``, ``throttle`` (Strands'
-``ModelThrottledException``, HTTP 429), ``server_error`` (HTTP 503), ``connection_refused``,
+``ModelThrottledException``, HTTP 429), ``server_error`` (HTTP 503), ``connection_reset``, ``connection_refused`` (not retried),
 ``client_error`` (HTTP 400, not retryable). Kinds returned as a bad reply: ``malformed_json``
 (a tool call whose arguments are not JSON), ``schema_invalid`` (valid JSON, wrong shape),
 ``text_json`` (broken JSON as plain text, no tool call), ``empty`` (no content at all),
@@ -36,7 +36,14 @@ from haytham.stages import STAGES
 from haytham.storage import PARTITION
 from haytham.store import sqlite_persister as persister
 
-EXCEPTION_KINDS = ("timeout", "throttle", "server_error", "connection_refused", "client_error")
+EXCEPTION_KINDS = (
+    "timeout",
+    "throttle",
+    "server_error",
+    "connection_reset",
+    "connection_refused",
+    "client_error",
+)
 REPLY_KINDS = ("malformed_json", "schema_invalid", "text_json", "empty", "max_tokens")
 FOREVER = 10**9
 
@@ -66,7 +73,9 @@ class Fault:
             return ModelThrottledException(f"429 Too Many Requests: rate limit exceeded{detail}")
         if self.kind == "server_error":
             return FakeHTTPError(503, f"503 Service Unavailable{detail}")
-        if self.kind == "connection_refused":
+        if self.kind == "connection_reset":  # the server dropped the call: worth retrying
+            return ConnectionResetError(104, f"Connection reset by peer{detail}")
+        if self.kind == "connection_refused":  # nothing listens: a retry would not help
             return ConnectionRefusedError(111, f"Connection refused{detail}")
         if self.kind == "client_error":
             return FakeHTTPError(400, f"400 Bad Request: invalid parameter{detail}")

@@ -129,6 +129,10 @@ def test_anchor_edit_marks_later_checks_stale_until_the_re_run(tmp_path: Path) -
             expect(page.get_by_text(GATE_STALE)).to_have_count(0)
         _open(page, "Gate 1 · WHY")
         expect(
-            page.get_by_text(re.compile(r"Re-run from Market context: this gate's record"))
+            page.get_by_text(
+                re.compile(
+                    r"Re-run from Market context: this gate's earlier decisions no longer apply"
+                )
+            )
         ).to_be_visible()
         shot("stale-cleared-gate-1")

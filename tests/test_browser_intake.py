@@ -83,6 +83,10 @@ def test_a_thin_idea_is_answered_through_the_form(tmp_path: Path) -> None:
         page.get_by_role("textbox", name="3. What does the first version do").fill(ANSWERS[2])
         Shots(page)("intake-questions")
         page.get_by_role("button", name="Answer and continue").click()
+        # a blank answer is named before anything is sent; the typed ones stay
+        expect(page.get_by_text("Question 2 is blank: it will be skipped.")).to_be_visible()
+        expect(page.get_by_role("textbox", name="1. Which restaurants")).to_have_value(ANSWERS[0])
+        page.get_by_role("button", name="Continue with question 2 blank").click()
         expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
         page.get_by_role("button", name="Review Gate 1").click()
         # the anchor's first invariant quotes the founder's answer, found in the idea
@@ -90,3 +94,43 @@ def test_a_thin_idea_is_answered_through_the_form(tmp_path: Path) -> None:
     (session,) = [p for p in (tmp_path / "sessions").iterdir() if p.name[0] != "_"]
     idea = (session / "idea.md").read_text("utf-8")
     assert CLARIFICATIONS_HEADING in idea and ANSWERS[0] in idea and ANSWERS[2] in idea
+
+
+def _in_view(page, locator) -> bool:  # noqa: ANN001
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
+
+
+def test_enter_keeps_every_answer_and_the_questions_are_in_view(tmp_path: Path) -> None:
+    """Issue 28: at 1280×800 the questions replace the Start area without scrolling; Enter in
+    an answer sends nothing (the next answers can still be typed), and every answer arrives."""
+    from playwright.sync_api import expect
+
+    cassette = _thin(tmp_path)
+    typed = ["Family-run bistros.", "Diners wait outside in the rain.", "Texts them a table."]
+    with (
+        served(tmp_path, cassette, HAYTHAM_INTAKE="on") as server,
+        browser_page(tmp_path) as page,
+    ):
+        page.set_viewport_size({"width": 1280, "height": 800})
+        _start(page, server, THIN)
+        expect(page.get_by_text("A few questions before the analysis starts")).to_be_visible()
+        expect(page.get_by_role("button", name="Start", exact=True)).to_have_count(0)
+        boxes = [page.get_by_role("textbox", name=f"{n}. ") for n in (1, 2, 3)]
+        go_on = page.get_by_role("button", name="Answer and continue")
+        for part in [*boxes, go_on]:
+            assert _in_view(page, part), part
+        Shots(page)("intake-questions-1280")
+        for box, answer in zip(boxes, typed, strict=True):
+            box.fill(answer)
+            box.press("Enter")
+            expect(box).to_have_value(answer)
+        expect(page.get_by_text("A few questions before the analysis starts")).to_be_visible()
+        for box, answer in zip(boxes, typed, strict=True):
+            expect(box).to_have_value(answer)
+        go_on.click()
+        expect(page.get_by_text("Waiting at Gate 1: review")).to_be_visible()
+    (session,) = [p for p in (tmp_path / "sessions").iterdir() if p.name[0] != "_"]
+    idea = (session / "idea.md").read_text("utf-8")
+    assert all(answer in idea for answer in typed)

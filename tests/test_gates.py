@@ -135,7 +135,9 @@ def test_no_go_blocks_gate_1_until_overridden_and_the_override_is_logged(tmp_pat
         main(["override", "nogo", "--gate", "1", "--reason", "the founder accepts it", *opts]) == 0
     )
     assert main(["status", "nogo", *opts]) == 0
-    assert "override at Gate 1 [verdict:NO-GO]: the founder accepts it" in capsys.readouterr().out
+    assert (
+        "override at Gate 1 (the NO-GO verdict): the founder accepts it" in capsys.readouterr().out
+    )
     assert main(["approve", "nogo", "--gate", "1", *opts]) == 0
     root = tmp_path / "sessions" / "nogo"
     override = json.loads((root / "gates.json").read_text())["1"]["overrides"][0]
@@ -144,4 +146,4 @@ def test_no_go_blocks_gate_1_until_overridden_and_the_override_is_logged(tmp_pat
     assert '"command":"override"' in events and "the founder accepts it" in events
     capsys.readouterr()
     assert main(["export", "nogo", "--format", "markdown", *opts]) == 0
-    assert "Gate 1: verdict:NO-GO — the founder accepts it" in capsys.readouterr().out
+    assert "Gate 1: the NO-GO verdict — the founder accepts it" in capsys.readouterr().out

@@ -24,7 +24,11 @@ from haytham.intake import (
     CLARIFICATIONS_HEADING,
     MAX_QUESTIONS,
     IntakeAnswer,
+    IntakeQuestion,
+    clarifications,
     parse_answers_text,
+    split_clarifications,
+    with_clarifications,
 )
 from haytham.pipeline.state import RunStatus
 from haytham.stages import ANCHOR_AGENT, STAGES
@@ -278,3 +282,16 @@ def test_on_a_terminal_the_cli_asks_each_question(tmp_path, capsys, monkeypatch)
     assert len(asked) == 3 and asked[0].startswith("1. (customer segment) Which restaurants")
     idea_md = (tmp_path / "sessions" / "tty" / "idea.md").read_text("utf-8")
     assert ANSWERS[0] in idea_md and ANSWERS[2] in idea_md
+
+
+def test_clarifications_read_back_as_question_answer_pairs() -> None:
+    """Issue 28: the pages show the answers as a list, so the section must read back exactly."""
+    questions = [IntakeQuestion(**q) for q in QUESTIONS]
+    idea = with_clarifications(THIN, clarifications(questions, ANSWERS))
+    assert CLARIFICATIONS_HEADING in idea
+    text, pairs = split_clarifications(idea)
+    assert text == THIN
+    assert pairs == [(QUESTIONS[0]["question"], ANSWERS[0]), (QUESTIONS[2]["question"], ANSWERS[2])]
+    assert split_clarifications(THIN) == (THIN, [])
+    odd = THIN + "\n\n" + CLARIFICATIONS_HEADING + "\n\nfree text the founder wrote"
+    assert split_clarifications(odd) == (odd, [])  # not questions and answers: shown whole

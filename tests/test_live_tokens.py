@@ -8,7 +8,7 @@ from pipeline_helpers import POWER8_IDEA, replay_settings
 from test_models_accounting import FaultyModel, run_agent
 
 from haytham.app import make_service
-from haytham.models.accounting import PROGRESS_STEP, AccountedModel, ModelCall
+from haytham.models.accounting import PROGRESS_STEP, TAIL_CHARS, AccountedModel, ModelCall
 from haytham.progress import LiveCalls
 
 
@@ -64,4 +64,31 @@ def test_live_calls_keep_when_a_call_started() -> None:
     assert (now.row, now.tokens, now.since) == ("mvp-scope", 48, started)
     assert live.get("s2") is None
     report("mvp-scope", None)
+    assert live.get("s1") is None
+
+
+def test_the_streamed_text_is_kept_for_the_run_page() -> None:
+    """Issue 28: the text a stage is generating is visible while it streams."""
+    tails: list[str] = []
+    answer = " ".join(f"word{n}" for n in range(300))
+    model = AccountedModel(
+        FaultyModel([], answer=answer),
+        provider="anthropic",
+        model_id="claude-x",
+        tier="light",
+        agent="critic",
+        on_text=tails.append,
+        retry_base_delay=0.0,
+    )
+    run_agent(model)
+    assert tails and all(0 < len(t) <= TAIL_CHARS for t in tails)
+    assert all(t in answer for t in tails)  # the tail of what came so far
+    assert answer.endswith(tails[-1])
+    live = LiveCalls()
+    report, keep = live.reporter("s1"), live.text_sink("s1")
+    report("idea-analysis", 16)
+    keep("idea-analysis", "…the idea is")
+    report("idea-analysis", 32)  # more tokens keep the text until the next tail
+    assert live.get("s1").text == "…the idea is"
+    report("idea-analysis", None)
     assert live.get("s1") is None

@@ -163,6 +163,11 @@ class FakeServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+                if body.get("return_progress"):  # llama.cpp reads the prompt in batches first
+                    for done_tokens in (512, 1024, 1200):
+                        progress = {"total": 1200, "cache": 0, "processed": done_tokens}
+                        chunk = {"choices": [], "prompt_progress": progress}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 for piece in pieces:
                     chunk = {
                         "choices": [
@@ -316,3 +321,20 @@ def test_the_server_child_stops_once_its_parent_is_gone(monkeypatch: pytest.Monk
     stop = threading.Event()
     llama_child.watch_parent(41, stop, every=0.01)
     assert stop.is_set()
+
+
+def test_a_structured_answer_shows_the_prompt_read_then_its_text(fake_server: FakeServer) -> None:
+    """Issue 28: the local model hands Strands its structured answer whole at the end; while it
+    reads the prompt and writes the answer, the page hears both (the Run page shows them)."""
+    heard: list[str] = []
+    inner = LocalModel(
+        lambda: fake_server.url, model_id="gemma-test", timeout=10, on_text=heard.append
+    )
+    agent = Agent(name="critic", model=inner, callback_handler=None, retry_strategy=None)
+    agent("Assess: dog walking app", structured_output_model=Assessment)
+    assert fake_server.requests[0]["return_progress"] is True
+    reading = [h for h in heard if h.startswith(local.READING)]
+    assert reading == [local.reading_text(n, 1200) for n in (512, 1024, 1200)]
+    written = heard[len(reading) :]
+    assert written and written[-1] == fake_server.json_reply  # the answer, as it grew
+    assert all(fake_server.json_reply.startswith(w) for w in written)

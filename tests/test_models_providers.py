@@ -183,3 +183,67 @@ def test_doctor_reports_each_check(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert {c.name: c.ok for c in ok_sessions}["sessions dir"] is True
     if LOCAL_INSTALLED:
         assert all(check.ok for check in ok_sessions if check.name != "embeddings model")
+
+
+def _closed_port() -> int:
+    """A localhost port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("provider", ["openai", "llamacpp"])
+def test_nothing_answering_is_named_at_once_without_retries(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: a wrong base URL is "nothing answers at <URL>", in one attempt, not a
+    "temporary provider error" after the retries' back-off."""
+    import asyncio
+    import time
+
+    from haytham.errors import ProviderError
+
+    if provider == "openai" and not find_spec("openai"):
+        pytest.skip("the openai extra is not installed")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
+    settings = Settings(
+        provider=provider,
+        openai_base_url=url if provider == "openai" else None,
+        llamacpp_base_url=url if provider == "llamacpp" else None,
+        max_retries=3,
+        retry_base_delay=2.0,
+    )
+    model = build_model(settings, "heavy", "idea-analysis")
+
+    async def call() -> None:
+        async for _ in model.stream([{"role": "user", "content": [{"text": "hi"}]}]):
+            pass
+
+    began = time.monotonic()
+    with pytest.raises(ProviderError) as raised:
+        asyncio.run(call())
+    assert time.monotonic() - began < 2.0  # no back-off: a retry meets the same closed port
+    assert f"nothing answers at {url} (connection refused)" in str(raised.value)
+    assert "temporary" not in str(raised.value) and raised.value.attempts == 1
+    assert not raised.value.retryable
+
+
+def test_an_unknown_host_is_named() -> None:
+    from haytham.models.providers import unreachable_reason
+
+    try:
+        import socket
+
+        socket.getaddrinfo("no-such-host.invalid", 80)
+    except socket.gaierror as error:
+        wrapped = RuntimeError("Connection error.")
+        wrapped.__cause__ = error
+        reason = unreachable_reason(wrapped, "http://no-such-host.invalid/v1")
+        assert (
+            reason
+            == "the host name in http://no-such-host.invalid/v1 is not known: check the address"
+        )
+    assert unreachable_reason(RuntimeError("HTTP 500")) is None

@@ -23,7 +23,11 @@ TRANSIENT = {  # kind -> the reason the user reads
     "timeout": "timed out",
     "throttle": "throttled by the provider",
     "server_error": "temporary provider error (HTTP 503)",
-    "connection_refused": "connection failed",
+    "connection_reset": "connection failed",
+}
+NOT_RETRIED = {  # kind -> the reason the user reads (issue 28: said at once, not retried)
+    "client_error": "request rejected (HTTP 400)",
+    "connection_refused": "nothing answers at the provider's address (connection refused)",
 }
 
 
@@ -49,7 +53,7 @@ def test_transient_faults_are_retried_and_every_retry_is_counted(tmp_path, monke
         Fault("timeout", "idea-analysis", times=1),
         Fault("throttle", "market-context", times=2),
         Fault("server_error", "risk-assessment", times=MAX_RETRIES),
-        Fault("connection_refused", "validation-summary", times=1),
+        Fault("connection_reset", "validation-summary", times=1),
     ).install(monkeypatch)
     with make_service(replay_settings(tmp_path)) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="flaky")
@@ -70,16 +74,17 @@ def test_transient_faults_are_retried_and_every_retry_is_counted(tmp_path, monke
     assert_consistent(root)
 
 
-@pytest.mark.parametrize("kind", [*TRANSIENT, "client_error"])
+@pytest.mark.parametrize("kind", [*TRANSIENT, *NOT_RETRIED])
 def test_a_persistent_provider_fault_fails_the_stage_and_resume_finishes(
     cli, capsys, kind, tmp_path, monkeypatch
 ):
     plan = FaultPlan(Fault(kind, "market-context")).install(monkeypatch)
     assert cli("run", "--idea-file", cli.idea, "--session-id", "f") == 1
     err = capsys.readouterr().err
-    attempts = 1 if kind == "client_error" else MAX_RETRIES + 1
-    reason = TRANSIENT.get(kind, "request rejected (HTTP 400)")
-    assert f"failed after {attempts} attempt" in err and reason in err, err
+    attempts = 1 if kind in NOT_RETRIED else MAX_RETRIES + 1
+    reason = TRANSIENT.get(kind) or NOT_RETRIED[kind]
+    assert reason in err, err
+    assert kind in NOT_RETRIED or f"failed after {attempts} attempt" in err, err
     assert "`haytham resume f`" in err and "Traceback" not in err
     assert plan.calls["market-context"] == attempts  # bounded: never more
 
@@ -195,7 +200,7 @@ def test_a_fault_after_a_gate_decision_keeps_the_decision(cli, capsys, tmp_path,
 
 
 def test_provider_error_is_typed_through_the_service(tmp_path, monkeypatch):
-    FaultPlan(Fault("connection_refused", "idea-analysis")).install(monkeypatch)
+    FaultPlan(Fault("connection_reset", "idea-analysis")).install(monkeypatch)
     with make_service(replay_settings(tmp_path)) as svc:
         sid = svc.create_session(POWER8_IDEA)
         with pytest.raises(ProviderError) as failure:

@@ -113,7 +113,7 @@ def test_a_provider_error_echoing_a_key_is_redacted_before_it_is_recorded(
     key = fake_keys["OPENAI_API_KEY"]
     FaultPlan(
         Fault(
-            "connection_refused",
+            "connection_reset",
             "idea-analysis",
             detail=f"while connecting to https://user:{key}@llm.internal/v1 "
             f"(Authorization: Bearer {key})",

@@ -172,11 +172,22 @@ def test_replay_offers_only_the_ideas_its_cassette_recorded(
     assert shows(at, "has a recorded run for this idea")
 
 
-def test_replay_with_an_unconditional_cassette_says_what_it_replays(sessions: Path) -> None:
+def test_replay_refuses_an_idea_its_recording_was_not_made_for(sessions: Path) -> None:
+    """Issue 28: a cassette recorded without conditions answers every request alike; an idea
+    its recorded anchor does not quote is refused before Start, and the covered idea is one
+    click away."""
     at = app()
+    examples = [b.key for b in at.button if (b.key or "").startswith("example_")]
+    assert examples == ["example_Power of 8"]
     at.text_area(key="idea_text").input(OTHER_IDEA).run()
+    assert at.button(key="start").disabled
+    assert any("the cassette recorded another idea" in w.value for w in at.warning), texts(at)
+    assert shows(at, "Ideas this cassette covers")
+    at.button(key="covered_Power of 8").click().run()
+    assert at.text_area(key="idea_text").value.startswith("I'm a psychologist")
     assert not at.button(key="start").disabled
-    assert shows(at, "answers every idea with the run it recorded")
+    assert shows(at, "has a recorded run for this idea; the outputs are that recording")
+    assert not sessions.exists() or not [p for p in sessions.iterdir() if p.name != "_tracking"]
 
 
 def test_a_replay_miss_is_explained_and_retry_is_off(

@@ -91,7 +91,8 @@ def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
     assert (cost["stage"] == "Story generation").any()
     with service() as svc:
         totals = svc.status(finished)["summary"]["totals"]
-    assert cost["model_calls"].sum() == totals["model_calls"]  # verifiers and checks included
+    assert cost["model calls"].sum() == totals["model_calls"]  # verifiers and checks included
+    assert "None" not in cost["time"].tolist()  # a step not run here says so (issue 28)
 
 
 def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_path: Path) -> None:

@@ -120,7 +120,7 @@ def test_mechanical_failures_short_circuit_the_verifier(tmp_path):
     root = tmp_path / "sessions" / sid
     stories = json.loads((root / "verifications" / "stories.json").read_text())
     assert stories["status"] == "inconclusive"
-    assert stories["reason"].startswith("not run: 1 mechanical check(s) failed first")
+    assert stories["reason"].startswith("not run: 1 check on this phase's stages failed first")
     assert not [a for a in calls_by_agent(root) if a.startswith("verifier-stories")]
     done = [e for e in events(root, "stage_completed") if e["stage"] == "verify-stories"]
     assert done[-1]["data"]["status"] == "inconclusive"

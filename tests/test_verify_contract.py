@@ -77,7 +77,7 @@ def test_a_wrong_type_twice_is_a_type_mismatch(tmp_path):
 
 
 def test_prose_instead_of_the_tool_twice_is_a_violation_not_an_empty_success(tmp_path):
-    with pytest.raises(ContractViolation, match="did not produce a Verdict") as err:
+    with pytest.raises(ContractViolation, match="gave no structured answer") as err:
         _ask(tmp_path, [{"text": "It is fine."}], [{"text": "Still fine."}])
     assert err.value.actual_shape == "text" and _ask.calls == 2
 

@@ -142,7 +142,7 @@ def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
                     b,
                     sid,
                     {"kind": "edit", "invariant": prop, "value": value},
-                    f"Changed {name(prop)}; the edit is logged in gates.json.",
+                    f"Changed {name(prop)}; the edit is in this gate's history.",
                 )
         if anchor.intent.non_goals:
             goal = st.selectbox("Non-goal", anchor.intent.non_goals, key="non_goal")
@@ -151,5 +151,5 @@ def _corrections(b: Backend, sid: str, anchor: ConceptAnchor) -> None:
                     b,
                     sid,
                     {"kind": "remove_non_goal", "text": goal},
-                    "Removed the non-goal; the change is logged in gates.json.",
+                    "Removed the non-goal; the change is in this gate's history.",
                 )

@@ -13,7 +13,7 @@ is open. Labels are plain text: an item's id is never shown.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import streamlit as st
@@ -21,6 +21,7 @@ from components.anchor_review import grounding
 from components.context import Backend, flash, go, show_error
 from components.safe_text import label, md, name, no_paths
 
+from haytham.pipeline.gates import AMBIGUITY, gate_items, phase_for_gate
 from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import Invariant
 from haytham.stages import Phase, get_stage, phase_stages
@@ -100,67 +101,30 @@ def describe(item_id: str, stage: str | None, message: str) -> tuple[str, str, s
 
 
 def items(b: Backend, state: SessionState, gate: int) -> list[Item]:
-    """Every blocking item of ``gate`` (open, resolved or overridden), in panel order."""
-    record = state.gates.get(gate)
+    """Every blocking item of ``gate`` (open, resolved or overridden), in panel order: what
+    :func:`~haytham.pipeline.gates.gate_items` computes, the history's count included."""
     out: list[Item] = []
-    if gate == Phase.WHY.gate and state.anchor is not None:
-        pending = state.anchor.open_ambiguities()
-        for inv in pending:
-            out.append(
-                Item(
-                    key=_key(f"ambiguity-{inv.property}"),
-                    id="",
-                    kind="ambiguity",
-                    title=f"What did you mean by {inv.property}?",
-                    detail=inv.ambiguity or "",
-                    stage=None,
-                    state="open",
-                    invariant=inv,
-                )
-            )
-        open_props = {i.property for i in pending}
-        clarified = {c.invariant: c for c in (record.clarifications if record else [])}
-        for prop, c in clarified.items():
-            if prop in open_props:
-                continue
+    anchored = {i.property: i for i in (state.anchor.invariants if state.anchor else [])}
+    for item in gate_items(state, phase_for_gate(gate)):
+        if item.kind == AMBIGUITY:
+            prop = item.id.split(":", 1)[1]
             out.append(
                 Item(
                     key=_key(f"ambiguity-{prop}"),
                     id="",
                     kind="ambiguity",
                     title=f"What did you mean by {prop}?",
-                    detail="",
+                    detail=item.messages[0] if item.messages else "",
                     stage=None,
-                    state="resolved",
-                    note="left open: your idea does not say (no value)" if c.open else c.choice,
-                    auto=c.auto,
+                    state=item.state,
+                    note=item.note,
+                    auto=item.auto,
+                    invariant=anchored.get(prop) if item.state == "open" else None,
                 )
             )
-    open_ids = {i.id for i in b.service.blocking(state, gate)}
-    overrides = {
-        o.target: o for o in (record.overrides if record else []) if o.round == record.round
-    }
-    # everything that blocks this round, overridden or not: the same question with no overrides
-    bare = (
-        state
-        if record is None
-        else state.model_copy(
-            update={"gates": {**state.gates, gate: record.model_copy(update={"overrides": []})}}
-        )
-    )
-    seen: dict[str, int] = {}  # one row per id: an override of an id covers all its findings
-    for item in b.service.blocking(bare, gate):
-        kind, title, detail = describe(item.id, item.stage, no_paths(item.message))
-        if item.id in seen:
-            row = out[seen[item.id]]
-            out[seen[item.id]] = replace(row, detail=f"{row.detail}\n{detail}")
             continue
-        seen[item.id] = len(out)
-        done = overrides.get(item.id)
-        if item.id in open_ids or done is None:
-            state_, note, auto = "open", "", False
-        else:
-            state_, note, auto = "overridden", done.reason, done.auto
+        kind, title, _ = describe(item.id, item.stage, "")
+        details = [describe(item.id, item.stage, no_paths(m))[2] for m in item.messages]
         key = _key(item.id)
         while any(i.key == key for i in out):  # two ids that differ only in punctuation
             key += "-"
@@ -170,11 +134,11 @@ def items(b: Backend, state: SessionState, gate: int) -> list[Item]:
                 id=item.id,
                 kind=kind,
                 title=title,
-                detail=detail,
+                detail="\n".join(details),
                 stage=item.stage,
-                state=state_,
-                note=note,
-                auto=auto,
+                state=item.state,
+                note=item.note,
+                auto=item.auto,
             )
         )
     return out

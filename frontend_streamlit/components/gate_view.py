@@ -34,6 +34,7 @@ from components.context import (
 from components.decision_panel import action_bar, open_count, render_panel
 from components.findings import checks_line, validator_findings, verification
 from components.history import render_history
+from components.idea_text import show_idea
 from components.progress import pretty_status
 from components.safe_text import code, md, safe_markdown
 from components.stale_banner import stale_banner
@@ -331,7 +332,7 @@ def _details(
 ) -> None:
     st.subheader("Details")
     with st.expander("The idea, as you wrote it", icon=":material/lightbulb:"):
-        st.markdown(md(state.idea))
+        show_idea(state.idea)
     if phase is Phase.WHY:
         anchor_details(b, sid, state, editable)
     _outputs(phase, state)

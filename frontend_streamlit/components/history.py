@@ -57,7 +57,14 @@ def render_history(b: Backend, sid: str, gate: int) -> None:
 def _headline(history: GateHistory) -> str:
     rounds = history.rounds
     reworks = len(history.reworks)
-    parts = [f"{rounds} round(s)" if rounds else "not opened yet"]
+    carried = any(e.kind == "inherited" for e in history.entries)
+    parts = [
+        f"{rounds} round(s)"
+        if rounds
+        else "decided before this session (carried over)"
+        if carried
+        else "not opened yet"
+    ]
     if reworks:
         parts.append(f"{reworks} rework(s)")
     return f"Gate {history.gate}: " + ", ".join(parts) + "."

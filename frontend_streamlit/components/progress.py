@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 from components.safe_text import no_paths
 
+from haytham.intake import AGENT as INTAKE_AGENT
 from haytham.pipeline.state import RunStatus
 from haytham.progress import Estimate
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES
@@ -74,6 +75,8 @@ def describe(slug: str) -> tuple[str, str, float] | None:
     and the receiving-stage input checks (``validate-input:<stage>``); they sort next to the
     stage they check.
     """
+    if slug == INTAKE_AGENT:  # before stage 1: is the text an idea?
+        return STAGES[0].phase.value, "Intake: reading your idea", 0.25
     if slug == ANCHOR_AGENT:  # right after the stage it is extracted from
         return ANCHOR_SOURCE.phase.value, "Concept anchor", ANCHOR_SOURCE.number + 0.5
     if slug in BY_SLUG:

@@ -7,10 +7,16 @@ import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.fidelity_data import compliance_matrix, divergence_frame
 from components.notice import model_quality_notice
-from components.progress import stage_rows
+from components.progress import duration, stage_rows
 from components.stale_banner import stale_banner
 
 from haytham.pipeline.state import SessionState
+
+COST_COLUMNS = {
+    "model_calls": "model calls",
+    "input_tokens": "tokens in",
+    "output_tokens": "tokens out",
+}
 
 b = backend()
 sid = require_session(b)
@@ -26,7 +32,7 @@ st.subheader("Divergence curve")
 curve = divergence_frame(summary.get("divergence") or {})
 if curve.empty:
     st.info(
-        "No divergence curve for this session: summary.json has no `divergence` (the "
+        "No divergence curve for this session: no stage has a fidelity score (the "
         "embedding validators did not run, or no stage has been scored yet).",
         icon=":material/info:",
     )
@@ -61,14 +67,17 @@ else:
 st.subheader("Model calls and tokens per stage")
 rows = stage_rows(summary)
 if rows:
-    cost = pd.DataFrame(rows)[
-        ["stage", "model_calls", "input_tokens", "output_tokens", "elapsed_s"]
+    cost = pd.DataFrame(rows)[["stage", "model_calls", "input_tokens", "output_tokens"]]
+    cost = cost.rename(columns=COST_COLUMNS)
+    # a step that has not run here has no time: said in words, never an empty "None" cell
+    cost["time"] = [
+        "not run here" if r["elapsed_s"] is None else duration(r["elapsed_s"]) for r in rows
     ]
     st.dataframe(cost, hide_index=True, height=35 * (len(cost) + 1) + 3)
     st.bar_chart(
         cost,
         x="stage",
-        y=["input_tokens", "output_tokens"],
+        y=["tokens in", "tokens out"],
         stack=True,
         sort=False,
         y_label="tokens",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 from components.context import go, new_session_backend, select_session, show_error, started
-from components.intake_form import intake_panel, stops_at_intake
+from components.idea_text import show_idea
+from components.intake_form import intake_panel, pending_intake, stops_at_intake
 from components.progress import STAGE_COUNT
 from components.safe_text import code
 
@@ -32,9 +33,29 @@ def _use_example(text: str) -> None:
     st.session_state[IDEA_KEY] = text
 
 
+def _covered_ideas(covered: dict[str, str]) -> None:
+    """Replay refused the text: the ideas the cassette covers, each one click away."""
+    if not covered:
+        st.caption(
+            "The cassette covers none of the examples: choose a model provider to analyse "
+            "this idea."
+        )
+        return
+    st.markdown("**Ideas this cassette covers:**")
+    for name, text in covered.items():
+        st.button(f"Use “{name}”", key=f"covered_{name}", on_click=_use_example, args=(text,))
+
+
 b = new_session_backend()  # the provider chosen on the Model provider page, if any
 conf = b.service.settings
 st.title("New idea")
+pending = pending_intake(b)
+if pending is not None:  # the intake's questions or refusal replace the Start area, in view
+    intake_panel(b, pending, idea_key=IDEA_KEY)
+    state = b.service.load_state(pending)
+    with st.expander("Your idea, as you wrote it", icon=":material/lightbulb:"):
+        show_idea(state.idea)
+    st.stop()
 st.caption(
     "Describe the idea in your own words. Haytham turns it into a validated spec through "
     f"{STAGE_COUNT} and four decision gates, keeping it faithful to what you wrote."
@@ -65,9 +86,8 @@ if replay:  # a cassette answers only what it recorded: offer just those ideas
     examples = runnable
     if left_out:
         st.caption(
-            "Replay mode offers only the examples its cassette recorded; not offered: "
-            + ", ".join(left_out)
-            + "."
+            "Replay mode: the examples below are the ideas its cassette covers; not covered, "
+            "so not offered: " + ", ".join(left_out) + "."
         )
 cols = st.columns(len(examples) or 1)
 for col, (name, text) in zip(cols, examples.items(), strict=False):
@@ -106,24 +126,22 @@ appetite = st.radio(
     + ".",
 )
 
+# a text too short or too long gets its own message on Start; replay judges the rest
+sized = words >= MIN_WORDS and len(idea or "") <= MAX_CHARS
 fit = b.worker.replay_fit(idea or "") if replay else None
-if fit is not None and (idea or "").strip():
+if fit is not None and sized:
     if fit.ok:
         st.info(fit.why, icon=":material/replay:")
     else:
         st.warning(fit.why, icon=":material/replay:")
+        _covered_ideas(examples)
 elif fit is not None:
     st.info(
         "Replay mode: answers come from a recorded cassette, not a model; pick an example "
-        "above"
-        + (
-            " (the cassette answers any idea with its one recorded run)."
-            if fit.any_idea
-            else ", or type an idea the cassette recorded."
-        ),
+        "above, or type an idea the cassette recorded.",
         icon=":material/replay:",
     )
-blocked = fit is not None and not fit.ok and bool((idea or "").strip())
+blocked = fit is not None and not fit.ok and sized
 if st.button(
     "Start",
     type="primary",
@@ -140,7 +158,7 @@ if st.button(
     else:
         started(sid)
         select_session(sid)
-        if not stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: below
-            b.worker.run(sid)
-            go("run", sid)
-intake_panel(b, idea_key=IDEA_KEY)
+        if stops_at_intake(b, sid):  # a thin idea's questions, or why it is no idea: on top
+            st.rerun()
+        b.worker.run(sid)
+        go("run", sid)

@@ -7,9 +7,12 @@ from typing import Any
 import streamlit as st
 from components.context import attempt, backend, go, require_session, show_flash
 from components.intake_form import STOPPED, intake_panel
+from components.local_model import local_model_step
 from components.notice import model_quality_notice
+from components.pipeline_graph import readable_dot
 from components.progress import (
     STAGE_COUNT,
+    describe,
     done_count,
     inherited_steps,
     pretty_status,
@@ -20,10 +23,12 @@ from components.progress import (
 from components.safe_text import code, md, no_paths
 from components.stale_banner import stale_banner
 
+from haytham.models.local import READING
 from haytham.stages import ANCHOR_AGENT, BY_SLUG
 from haytham.worker import Job, replay_miss_text
 
 REFRESH_S = 1.0
+STREAM_CHARS = 240  # the tail of the streamed text shown while a stage writes
 # A running box is an expander with a fixed icon: st.status's spinner turns into a tick in the
 # browser as soon as the page's script run ends, which read as "done" while the run went on.
 RUNNING_ICON = ":material/progress_activity:"
@@ -72,6 +77,7 @@ def progress() -> None:
     done, total = done_count(summary)
     estimates = b.worker.estimates(exclude=sid)
     alive = job is not None and job.alive
+    live = b.service.live_call(sid) if alive else None
     fraction, bar_text = progress_bar(summary, running, estimates)
     st.progress(fraction, text=bar_text)
     table = {
@@ -86,15 +92,20 @@ def progress() -> None:
         box = st.expander(label, expanded=True, icon=QUEUED_ICON)
     elif alive:
         label = f"Running · {job.elapsed():.0f} s"
+        preparing = local_model_step(b.service.models.server)
+        if preparing is not None:
+            label += f" · {preparing}"
         if running is not None:
-            label += f" · now: {md(running.stage)} ({running.elapsed():.0f} s)"
-            live = b.service.live_call(sid)
+            where = describe(running.stage)  # the step's name as the table says it
+            label += (
+                f" · now: {md(where[1] if where else running.stage)} ({running.elapsed():.0f} s)"
+            )
             if running.waiting_since is not None:
                 label += (
                     f" · waiting for a provider slot ({running.waited():.0f} s): other "
-                    "sessions' calls use every slot HAYTHAM_PROVIDER_CONCURRENCY allows"
+                    "sessions' calls use every slot this deployment allows"
                 )
-            elif live is not None:
+            elif live is not None and live.tokens:
                 label += f" · ≈{live.tokens:,} tokens received"
         box = st.expander(label, expanded=True, icon=RUNNING_ICON)
     elif job is not None and job.state == "failed" or status.get("state") == "failed":
@@ -111,6 +122,14 @@ def progress() -> None:
             label = f"Not running · {done} of {total} steps done"
         box = st.expander(label, expanded=True, icon=":material/pause_circle:")
     with box:
+        if live is not None and live.text:  # what the stage is writing, as it streams
+            where = describe(live.row)
+            who = md(where[1] if where else live.row)
+            if live.text.startswith(READING):  # the local model reads its prompt first
+                st.caption(f"{who} is {md(live.text)}")
+            else:
+                tail = " ".join(live.text.split())[-STREAM_CHARS:]
+                st.caption(f"{who} is writing: …{md(tail)}")
         stage_table(summary, job, running, **table)
         st.caption(totals_line(summary, calling=running is not None))
     _next_step(status, job)
@@ -200,4 +219,4 @@ with st.expander("The pipeline graph", icon=":material/account_tree:"):
         "decision. Dashed "
         "edges are taken on a condition (a verifier's or a reviewer's route)."
     )
-    st.graphviz_chart(b.service.graph_dot(), use_container_width=True)
+    st.graphviz_chart(readable_dot(b.service.graph_dot()), use_container_width=True)

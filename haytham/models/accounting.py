@@ -28,7 +28,12 @@ from strands.types.exceptions import ContextWindowOverflowException
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
 from haytham.models.limits import Slots
-from haytham.models.providers import CREDENTIAL_HINTS, classify_error, surfacing
+from haytham.models.providers import (
+    CREDENTIAL_HINTS,
+    classify_error,
+    surfacing,
+    unreachable_reason,
+)
 from haytham.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)
@@ -54,6 +59,8 @@ class ModelCall(BaseModel):
 CallSink = Callable[[ModelCall], None]
 """Receives one :class:`ModelCall` per model call (for cost/usage records). Must be thread-safe."""
 ProgressSink = Callable[[int], None]
+TextSink = Callable[[str], None]
+TAIL_CHARS = 600  # how much of the streamed text a live view keeps
 """Receives the estimated output tokens of the call in progress while it streams (a retried
 attempt counts from zero again). Must be cheap and thread-safe."""
 PROGRESS_STEP = 16  # report at most every this many estimated tokens
@@ -136,8 +143,12 @@ class AccountedModel(DelegatingModel):
         retry_base_delay: float = 1.0,
         slots: Slots | None = None,
         on_wait: Callable[[], None] | None = None,
+        endpoint: str | None = None,
+        on_text: TextSink | None = None,
     ) -> None:
         super().__init__(inner)
+        self.on_text = on_text  # the tail of the text streamed so far, as it grows
+        self.endpoint = endpoint  # the base URL calls go to, named when nothing answers there
         self.slots = slots
         self.on_wait = on_wait  # told once per attempt that waits for a provider slot
         self.on_progress = on_progress
@@ -185,7 +196,7 @@ class AccountedModel(DelegatingModel):
         attempt = 0
         while True:
             events: list[Any] = []
-            chars, shown = 0, 0
+            chars, shown, tail = 0, 0, ""
             try:
                 slot = (
                     self.slots.held(self.provider, self.on_wait)
@@ -195,12 +206,17 @@ class AccountedModel(DelegatingModel):
                 async with slot:  # each attempt holds a provider slot; the back-off does not
                     async for event in start():
                         events.append(event)
-                        if self.on_progress is not None:
-                            chars += len(_delta_text(event))
+                        if self.on_progress is not None or self.on_text is not None:
+                            delta = _delta_text(event)
+                            chars += len(delta)
+                            tail = (tail + delta)[-TAIL_CHARS:]
                             tokens = math.ceil(chars / 4)  # as estimate_tokens counts them
                             if tokens >= shown + PROGRESS_STEP:
                                 shown = tokens
-                                self.on_progress(shown)
+                                if self.on_progress is not None:
+                                    self.on_progress(shown)
+                                if self.on_text is not None:
+                                    self.on_text(tail)
                 break
             except ContextWindowOverflowException as error:
                 # providers raise it from their SDK's error, which may echo the request's
@@ -216,6 +232,9 @@ class AccountedModel(DelegatingModel):
                 raise surfacing(error) from error.__cause__
             except Exception as error:
                 retryable, reason = classify_error(error)
+                unreachable = unreachable_reason(error, self.endpoint)
+                if unreachable is not None:  # a retry would meet the same closed door
+                    retryable = False
                 if retryable and attempt < self.max_retries:
                     attempt += 1
                     delay = self.retry_base_delay * (2 ** (attempt - 1))
@@ -228,7 +247,12 @@ class AccountedModel(DelegatingModel):
                     )
                     await asyncio.sleep(delay)
                     continue
-                message = self._failure_message(error, reason, attempt + 1, retryable)
+                message = (
+                    f"The {self.provider} model {self.model_id} could not be reached: "
+                    f"{unreachable}."
+                    if unreachable is not None
+                    else self._failure_message(error, reason, attempt + 1, retryable)
+                )
                 self._report(began, attempt, [], request_text, error=message)
                 failure = ProviderError(message, retryable=retryable, attempts=attempt + 1)
                 # tracebacks end up in logs and Burr's tracking: chain the SDK's error only

@@ -22,7 +22,13 @@ from strands.models import Model
 
 from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
-from haytham.models.accounting import AccountedModel, CallSink, ProgressSink, estimate_tokens
+from haytham.models.accounting import (
+    AccountedModel,
+    CallSink,
+    ProgressSink,
+    TextSink,
+    estimate_tokens,
+)
 from haytham.models.limits import CallSlots, SharedCallSlots, Slots
 from haytham.models.llama_server import LocalServer
 from haytham.models.local import LocalModel
@@ -145,6 +151,7 @@ def _provider_model(
     agent: str,
     runtime: ModelRuntime,
     output_model: type[BaseModel] | None = None,
+    on_text: TextSink | None = None,
 ) -> Model:
     """The raw Strands model for the configured provider (no wrappers)."""
     provider, model_id = settings.provider, settings.model_id(tier)
@@ -159,6 +166,7 @@ def _provider_model(
             timeout=max(timeout, 600.0),
             context_window=window,
             output_model=output_model,
+            on_text=on_text,
         )
     if provider == "replay":
         if settings.cassette is None:
@@ -233,6 +241,19 @@ def _provider_model(
     raise ConfigError(f"Unknown provider {provider!r}.")  # Settings validation prevents this
 
 
+def endpoint_of(settings: Settings) -> str | None:
+    """The base URL a provider's calls go to, where the settings name one (for the message
+    when nothing answers there); ``None`` for the cloud SDKs' own endpoints and the local
+    server this process starts."""
+    if settings.provider == "openai":
+        return settings.openai_base_url or None
+    if settings.provider == "llamacpp":
+        return settings.llamacpp_base_url or "http://localhost:8080"
+    if settings.provider == "ollama":
+        return settings.ollama_host or "http://localhost:11434"
+    return None
+
+
 def build_model(
     settings: Settings,
     tier: str,
@@ -240,6 +261,7 @@ def build_model(
     *,
     on_call: CallSink | None = None,
     on_progress: ProgressSink | None = None,
+    on_text: TextSink | None = None,
     runtime: ModelRuntime | None = None,
     on_wait: Callable[[], None] | None = None,
     output_model: type[BaseModel] | None = None,
@@ -267,7 +289,7 @@ def build_model(
     check_provider(settings)
     owned = runtime is None
     active = runtime or ModelRuntime(settings)
-    inner = _provider_model(settings, tier, agent, active, output_model)
+    inner = _provider_model(settings, tier, agent, active, output_model, on_text)
     if settings.record_to is not None and settings.provider != "replay":
         inner = RecordingModel(inner, agent, settings.record_to)
     model = AccountedModel(
@@ -282,6 +304,8 @@ def build_model(
         retry_base_delay=settings.retry_base_delay,
         slots=active.slots,
         on_wait=on_wait,
+        endpoint=endpoint_of(settings),
+        on_text=on_text,
     )
     if owned:
         weakref.finalize(model, active.close)

@@ -5,6 +5,8 @@ Run as ``python -m haytham.models.llama_child --model M --port P`` by
 ``/v1/chat/completions`` (with ``json_schema``) like a source-built ``llama-server``, from a
 prebuilt wheel, so no compiler is needed. It stops on SIGTERM/SIGINT, and by itself within a
 second of its parent process ending (``--parent-pid``), so a killed CLI or UI leaves no orphan.
+While the model loads, SIGTERM and SIGINT end it at once (issue 28: Stop and Ctrl-C used to wait
+for the load to finish).
 
 (Not Linux's PR_SET_PDEATHSIG: that signal follows the *thread* that started the child, and the
 server is started from whichever worker thread makes the first model call; when that thread
@@ -40,13 +42,18 @@ def serve(model: str, port: int, context_size: int, threads: int, parent: int | 
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     stop = threading.Event()
+    # while the model loads, the main thread is inside llama.cpp, where a Python handler would
+    # only run once loading ends (minutes on a busy machine): a stop ends the process at once
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    if parent is not None:
+        threading.Thread(target=watch_parent, args=(parent, stop, 0.5), daemon=True).start()
+    server = xllamacpp.Server(params)  # loads the model and starts listening
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if parent is not None:
-        threading.Thread(target=watch_parent, args=(parent, stop), daemon=True).start()
-    server = xllamacpp.Server(params)  # loads the model and starts listening
     print(f"listening on {server.listening_address}", flush=True)
     stop.wait()
+    os._exit(0)  # no teardown of llama.cpp's threads: the operating system frees it all
 
 
 def main(argv: Sequence[str] | None = None) -> int:

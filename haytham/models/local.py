@@ -26,6 +26,7 @@ from strands.tools.structured_output.structured_output_utils import convert_pyda
 from strands.types.content import Messages
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
+from haytham.models.accounting import TAIL_CHARS
 from haytham.models.schema_adapter import plain_messages, safe_schema, structured_tool
 from haytham.redact import redact
 
@@ -47,6 +48,14 @@ DEFAULT_PARAMS: Mapping[str, Any] = MappingProxyType(
 ChatML template for this model, whose end markers the base model does not know, hence ``stop``."""
 
 
+READING = "reading its prompt: "  # what a live view shows before the first token
+
+
+def reading_text(processed: int, total: int) -> str:
+    """What llama.cpp's reading of the prompt looks like on a page."""
+    return f"{READING}{processed:,} of {total:,} tokens"
+
+
 class LocalModel(LlamaCppModel):
     """Strands model for the bundled llama-server, with structured output for a base model.
 
@@ -65,6 +74,7 @@ class LocalModel(LlamaCppModel):
         max_items: int = 3,
         context_window: int | None = None,
         output_model: type[BaseModel] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(
             base_url="http://127.0.0.1",
@@ -80,6 +90,9 @@ class LocalModel(LlamaCppModel):
         # Strands' tool-spec flattening can drop nested required fields (1.62: a required nested
         # object loses its place in ``required``); the pydantic model's own schema is exact.
         self.output_model = output_model
+        # a structured answer is handed to Strands whole at the end; while it is generated (and
+        # while llama.cpp reads the prompt first), this hears what a page can show
+        self.on_text = on_text
 
     async def stream(  # type: ignore[override]
         self,
@@ -108,6 +121,7 @@ class LocalModel(LlamaCppModel):
             fields = ", ".join(schema.get("properties", {})) or "the requested fields"
             hint = f"Reply with one JSON object for {target['name']} with: {fields}."
         request["messages"] = plain_messages(messages, system_prompt, hint)
+        request["return_progress"] = True  # llama.cpp reports its reading of the prompt
         url = await asyncio.to_thread(self._resolve_url)
 
         yield {"messageStart": {"role": "assistant"}}
@@ -120,8 +134,12 @@ class LocalModel(LlamaCppModel):
         async for kind, value in self._sse(url, request):
             if kind == "text":
                 chunks.append(value)
+                if self.on_text is not None:
+                    self.on_text("".join(chunks)[-TAIL_CHARS:])
                 if target is None:
                     yield {"contentBlockDelta": {"delta": {"text": value}}}
+            elif kind == "prompt" and self.on_text is not None and not chunks:
+                self.on_text(reading_text(*value))
             elif kind == "finish":
                 finish = value
             elif kind == "usage":
@@ -178,6 +196,9 @@ class LocalModel(LlamaCppModel):
                 if not line.startswith("data: ") or line[6:].strip() == "[DONE]":
                     continue
                 event = json.loads(line[6:])
+                progress = event.get("prompt_progress")
+                if isinstance(progress, dict) and progress.get("total"):
+                    yield "prompt", (int(progress.get("processed") or 0), int(progress["total"]))
                 if event.get("usage"):
                     yield "usage", event["usage"]
                 for choice in event.get("choices") or []:

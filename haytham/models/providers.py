@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections.abc import Mapping
 from importlib.util import find_spec
 from pathlib import Path
@@ -327,6 +328,26 @@ def classify_error(exc: BaseException) -> tuple[bool, str]:
             return verdict
         current = current.__cause__ or current.__context__
     return False, f"{type(exc).__name__}"
+
+
+def unreachable_reason(exc: BaseException, endpoint: str | None = None) -> str | None:
+    """What a failed connection says at once, which no retry would change: nothing listens at
+    the address (connection refused), or its host name is unknown. ``None`` for any other
+    failure. ``endpoint`` is the base URL the call went to, named in the sentence."""
+    where = redact(endpoint) if endpoint else "the provider's address"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return (
+                f"nothing answers at {where} (connection refused): check the address, and "
+                "that the server is running"
+            )
+        if isinstance(current, socket.gaierror):
+            return f"the host name in {where} is not known: check the address"
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _classify_one(exc: BaseException) -> tuple[bool, str] | None:

@@ -131,6 +131,19 @@ class Cassette:
                 best = entry
         return best
 
+    def recorded_input(self, agent: str) -> dict[str, Any] | None:
+        """The structured answer (a tool input) of ``agent``'s first unconditioned turn: what
+        the cassette answers for *any* request of that agent, which is what a recording made
+        without ``when`` conditions holds. ``None`` when there is none."""
+        for entry in self.entries:
+            if entry.agent == agent and entry.turn == 1 and not entry.when:
+                if entry.request_hash is not None:
+                    continue
+                for item in entry.response:
+                    if "tool" in item and isinstance(item.get("input"), dict):
+                        return item["input"]
+        return None
+
 
 def normalized_request(messages: Messages, system_prompt: str | None) -> dict[str, Any]:
     """The parts of a request that define it, without volatile ids (tool-use ids differ per run)."""

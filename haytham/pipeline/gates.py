@@ -12,8 +12,8 @@ carries an explicit ``override_stale`` reason (logged as an override of ``stale-
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from haytham.errors import GateError, InputError
 from haytham.pipeline.staleness import describe, stale_checks
@@ -101,6 +101,79 @@ def open_blocking(state: SessionState, phase: Phase) -> list[BlockingItem]:
     record = gate_of(state.gates, phase)
     done = {o.target for o in record.overrides if o.round == record.round}
     return [i for i in blocking_items(state, phase) if i.id not in done]
+
+
+GateItemState = Literal["open", "resolved", "overridden"]
+AMBIGUITY = "ambiguity"
+
+
+@dataclass(frozen=True)
+class GateItem:
+    """One thing that blocks a gate, or did in its current round: an ambiguous invariant
+    (Gate 1; id ``ambiguity:<property>``) or a blocking item of :func:`blocking_items` (one
+    per id: an override of an id covers all its messages). The one computation of what blocks
+    a gate, read by the decision panel, the gate's history and the approval check alike."""
+
+    id: str
+    stage: str | None
+    messages: tuple[str, ...]
+    state: GateItemState
+    note: str = ""  # the override's reason, or the clarified value
+    auto: bool = False  # overridden or clarified automatically, not by the reviewer
+
+    @property
+    def kind(self) -> str:
+        return self.id.split(":", 1)[0]
+
+
+def gate_items(state: SessionState, phase: Phase) -> list[GateItem]:
+    """Every item that blocks ``phase``'s gate or did in its current round, in panel order:
+    the ambiguities (open, then clarified), then the blocking items (open or overridden)."""
+    record = gate_of(state.gates, phase)
+    out: list[GateItem] = []
+    if phase is Phase.WHY and state.anchor is not None:
+        pending = state.anchor.open_ambiguities()
+        out += [
+            GateItem(f"{AMBIGUITY}:{i.property}", None, (i.ambiguity or "",), "open")
+            for i in pending
+        ]
+        open_props = {i.property for i in pending}
+        clarified = {c.invariant: c for c in record.clarifications}
+        out += [
+            GateItem(
+                f"{AMBIGUITY}:{prop}",
+                None,
+                (),
+                "resolved",
+                note="left open: your idea does not say (no value)" if c.open else c.choice,
+                auto=c.auto,
+            )
+            for prop, c in clarified.items()
+            if prop not in open_props
+        ]
+    overrides = {o.target: o for o in record.overrides if o.round == record.round}
+    seen: dict[str, int] = {}
+    for item in blocking_items(state, phase):
+        if item.id in seen:
+            row = out[seen[item.id]]
+            out[seen[item.id]] = replace(row, messages=(*row.messages, item.message))
+            continue
+        seen[item.id] = len(out)
+        done = overrides.get(item.id)
+        out.append(
+            GateItem(item.id, item.stage, (item.message,), "open")
+            if done is None
+            else GateItem(
+                item.id, item.stage, (item.message,), "overridden", note=done.reason, auto=done.auto
+            )
+        )
+    return out
+
+
+def open_items(state: SessionState, phase: Phase) -> list[GateItem]:
+    """What must still be resolved (ambiguities clarified, the rest overridden or reworked)
+    before ``phase``'s gate can be approved."""
+    return [i for i in gate_items(state, phase) if i.state == "open"]
 
 
 def apply_command(state: SessionState, phase: Phase, command: Mapping[str, Any]) -> GateDecision:

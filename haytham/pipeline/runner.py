@@ -133,12 +133,14 @@ class StageRunner:
         *,
         input_validation: bool | None = None,
         on_progress: Callable[[str, int | None], None] | None = None,
+        on_text: Callable[[str, str], None] | None = None,
     ) -> None:
         """``input_validation`` (receiving-stage validation, seed 000) defaults to
         ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``). ``on_progress(row, tokens)`` hears the
         output tokens of a call while it streams, and ``(row, None)`` when it returns."""
         self.settings = settings
         self.on_progress = on_progress
+        self.on_text = on_text  # the tail of the text a call streams (the Run page shows it)
         self.models = models
         self.files = files
         self.post_validator = post_validator
@@ -166,6 +168,12 @@ class StageRunner:
             return None
         report = self.on_progress
         return lambda tokens: report(row, tokens)
+
+    def _texting(self, row: str) -> Callable[[str], None] | None:
+        if self.on_text is None:
+            return None
+        keep = self.on_text
+        return lambda text: keep(row, text)
 
     def tools_for(self, spec: StageSpec) -> list[Any]:
         """The tools the stage may call that this run has (web search needs a search URL)."""
@@ -196,6 +204,7 @@ class StageRunner:
             on_call=self._record_call(account_as or stage),
             on_progress=self._streaming(account_as or stage),
             on_wait=self._waiting(account_as or stage),
+            on_text=self._texting(account_as or stage),
             runtime=self.models,
             output_model=model_cls,
         )
@@ -472,7 +481,7 @@ def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> Con
             break
     if last_input is None:
         return ContractViolation(
-            f"{stage}: the model did not produce a {model_cls.__name__} after one repair request",
+            f"{stage}: the model gave no structured answer, even after one repair request",
             actual_shape="text",
             expected_keys=list(model_cls.model_fields),
             mismatch="missing_required_key",

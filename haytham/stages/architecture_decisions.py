@@ -74,14 +74,16 @@ def check(output: StageOutput, view: StageView) -> list[str]:
     if caps is not None:
         known = caps.ids()
         problems += [
-            f"{d.id} serves unknown capabilities {sorted(set(d.serves) - known)} "
-            f"(capability ids are {sorted(known)})"
+            f"{d.id} serves unknown capabilities {', '.join(sorted(set(d.serves) - known))} "
+            f"(capability ids are {', '.join(sorted(known))})"
             for d in output.payload.decisions
             if set(d.serves) - known
         ]
     cov = output.payload.coverage
     if cov is not None and cov.uncovered:
-        problems.append(f"capabilities with no decision serving them: {cov.uncovered}")
+        names = caps.catalog() if caps is not None else {}
+        named = ", ".join(f"{i} “{names[i]}”" if i in names else i for i in cov.uncovered)
+        problems.append(f"capabilities with no decision serving them: {named}")
     return problems
 
 

