@@ -14,6 +14,7 @@ from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
 from haytham.storage import Session
 from haytham.store import SCHEMA_VERSION
+from haytham.verify.config import verifier_row
 
 
 def broken_files(files: Session) -> list[str]:
@@ -120,7 +121,8 @@ def session_status(files: Session, state: SessionState) -> dict[str, Any]:
         "open_ambiguities": [],
         "ungrounded": [],  # invariants whose source quote is not in the idea
         "stale": [],  # stages whose checks ran before the anchor or an input changed
-        "stale_checks": [],  # every stale check: its phase, stage (None: the verification), why
+        "stale_checks": [],
+        "stale_rows": [],  # every stale check: its phase, stage (None: the verification), why
         "stale_summary": "",  # the same in one clause, for people
         "open_invariants": [],  # invariants the founder left open (no value)
         "blocking": [],
@@ -161,6 +163,8 @@ def session_status(files: Session, state: SessionState) -> dict[str, Any]:
         for c in stale
     ]
     out["stale_summary"] = describe(stale) if stale else ""
+    # the verifier rows whose "passed" is from before a change (never shown as a green mark)
+    out["stale_rows"] = [verifier_row(c.phase) for c in stale if c.stage is None]
     if gate is not None:
         with contextlib.suppress(HaythamError):
             out["blocking"] = [

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args
+
 from haytham.cli import main
 from haytham.schemas.anchor import AMBIGUITY_THRESHOLD, ConceptAnchor
 from haytham.schemas.pins import PIN_AGENT, TraitPins, apply_pins, ask_founder, unpinned
 from haytham.schemas.traits import FAMILY_OF_KIND, TRAIT_VALUES, VALUE_WORDS
-from tests.pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args
 
 
 def _anchor_line() -> dict:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args
+
 from haytham.cli import main
 from haytham.schemas.anchor import AMBIGUITY_THRESHOLD, ConceptAnchor
 from haytham.validate.grounding import LEAVE_OPEN, ground_anchor, is_grounded
-from tests.pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args
 
 IDEA = (
     "I direct a community choir of 45 amateur singers. I want to share part tracks so each "

@@ -236,3 +236,36 @@ def test_a_finished_session_with_stale_checks_says_so_first_and_a_re_check_clear
         assert "Gate 1 was approved with stale checks" in head
         with pytest.raises(InputError, match="Nothing to re-check"):
             svc.recheck(sid)
+
+
+def test_stale_checks_show_no_green_mark_on_the_run_table_or_the_fidelity_matrix(
+    tmp_path,
+) -> None:
+    """After an anchor edit, the WHY verifier's "passed" and each WHY stage's "honored" are
+    from before the change: neither is drawn green until a re-check renews them."""
+    import test_ui_support  # noqa: F401  (puts the UI's components on the path)
+    from components.fidelity_data import MARKS, compliance_matrix
+    from components.progress import stage_rows
+
+    with make_service(replay_settings(tmp_path)) as svc:
+        sid = _at_gate_1(svc)
+        for inv in svc.load_state(sid).anchor.open_ambiguities():
+            svc.clarify(sid, inv.property, "1")
+
+        def marks() -> tuple[str, set[str]]:
+            status = svc.status(sid)
+            rows = stage_rows(status["summary"], stale=status["stale_rows"])
+            verifier = next(r["status"] for r in rows if r["slug"] == "verify-why")
+            matrix = compliance_matrix(svc.load_state(sid))
+            why = [c for c in matrix.columns if c.split()[1] in WHY_AFTER_ANCHOR]
+            return verifier, set(matrix[why].to_numpy().ravel())
+
+        verifier, cells = marks()
+        assert verifier == "✔ passed" and MARKS["honored"] in cells  # fresh checks: green
+        svc.decide(sid, 1, EDIT, continue_run=False)
+        verifier, cells = marks()
+        assert verifier.startswith("⚠ passed before a change")
+        assert MARKS["honored"] not in cells and MARKS["stale"] in cells
+        svc.recheck(sid)
+        verifier, cells = marks()
+        assert verifier == "✔ passed" and MARKS["honored"] in cells

@@ -6,11 +6,13 @@ from typing import Any
 
 import pandas as pd
 
+from haytham.pipeline.staleness import stale_checks
 from haytham.pipeline.state import SessionState
-from haytham.stages import STAGES
+from haytham.stages import STAGES, phase_stages
 
 MARKS = {
     "honored": "✓ honored",
+    "stale": "⚠ said honored before a change (re-check)",
     "overridden": "↻ overridden",
     "violated": "✗ violated",
     "not mentioned": "· not mentioned",
@@ -37,7 +39,11 @@ def divergence_frame(divergence: dict[str, Any]) -> pd.DataFrame:
 def compliance_matrix(state: SessionState) -> pd.DataFrame:
     """Invariants (rows) × stages that ran (columns): honored / overridden / violated / not
     mentioned, from each envelope's ``anchor_compliance``; verifier violations and validator
-    findings naming an invariant mark it violated."""
+    findings naming an invariant mark it violated. A stage whose checks are stale (its
+    validators, or its phase's verification) never shows a green "honored"."""
+    stale = {c.stage or "" for c in stale_checks(state)} | {
+        s.slug for c in stale_checks(state) if c.stage is None for s in phase_stages(c.phase)
+    }
     anchor = state.anchor
     invariants = anchor.invariants if anchor is not None else []
     names = [f"{i.id} {i.property}" for i in invariants]
@@ -69,7 +75,7 @@ def compliance_matrix(state: SessionState) -> pd.DataFrame:
             elif name in changed:
                 cells.append(MARKS["overridden"])
             elif name in kept:
-                cells.append(MARKS["honored"])
+                cells.append(MARKS["stale" if spec.slug in stale else "honored"])
             else:
                 cells.append(MARKS["not mentioned"])
         columns[f"{spec.number:02d} {spec.slug}"] = cells

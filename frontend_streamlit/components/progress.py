@@ -4,6 +4,7 @@ an estimate per stage from this machine's past runs (``RunWorker.estimates``).""
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 import pandas as pd
@@ -30,6 +31,7 @@ STATES = {
     "interrupted": ("↯", "interrupted"),
     "pending": ("○", "pending"),
     "passed": ("✔", "passed"),
+    "stale": ("⚠", "passed before a change: re-check"),
     "inconclusive": ("?", "inconclusive"),
     "off": ("–", "off"),
     "approved": ("☑", "approved"),
@@ -134,9 +136,12 @@ def stage_rows(
     estimates: dict[str, Estimate] | None = None,
     gates: dict[str, Any] | None = None,
     waiting_at: int | None = None,
+    stale: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """One row per step (stages, anchor, verifiers, input checks; with ``gates``, the gates) in
-    pipeline order: phase, status, elapsed, estimate, model calls, tokens in/out so far."""
+    pipeline order: phase, status, elapsed, estimate, model calls, tokens in/out so far. A
+    verifier row in ``stale`` (``status()['stale_rows']``) that passed says it passed before a
+    change instead of showing a green mark."""
     rows = []
     now = time.time()
     for slug, row in (summary.get("stages") or {}).items():
@@ -149,6 +154,8 @@ def stage_rows(
             status, elapsed = "running", running.elapsed(now)
         elif status == "interrupted" and job is not None and job.alive:
             status = "pending"
+        elif status == "passed" and slug in stale:
+            status = "stale"
         estimate = (estimates or {}).get(slug)
         rows.append(
             {

@@ -84,6 +84,7 @@ def progress() -> None:
         "estimates": estimates,
         "gates": status.get("gates") or {},
         "waiting_at": status.get("gate"),
+        "stale": status.get("stale_rows") or [],
     }
     if alive and job.state == "queued":
         label = f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it"

@@ -55,6 +55,11 @@ def producing_agents() -> frozenset[str]:
     )
 
 
+def verifier_row(phase: Phase) -> str:
+    """The progress row (``stage`` of its events) of ``phase``'s verifier: ``verify-what``."""
+    return f"verify-{phase.value.lower()}"
+
+
 @dataclass(frozen=True)
 class SwarmLimits:
     """Bounds of one verification swarm (Strands ``Swarm`` arguments).
@@ -116,7 +121,7 @@ class VerifyConfig:
 
     def row(self, phase: Phase) -> str:
         """The accounting row (``stage`` of its events) every call of this phase's verifier uses."""
-        return f"verify-{phase.value.lower()}"
+        return verifier_row(phase)
 
     def agents(self, phase: Phase) -> tuple[str, ...]:
         """The agent names this phase's verifier uses under the configured strategy."""
