@@ -944,7 +944,7 @@ class PgStore:
     def session_rows(self) -> list[dict[str, Any]]:
         """Every session, newest update first, as the Sessions page lists it: id, ``updated``
         (ISO time), ``idea``, ``status`` (as ``summary.json`` last recorded it, ``None`` before
-        the first step) and ``forked_from``; one query, whatever the number of sessions."""
+        the first step), ``forked_from`` and ``owner``; one query, whatever the number of sessions."""
 
         def work(cur: psycopg.Cursor[Any]) -> list[Any]:
             cur.execute(
@@ -955,7 +955,9 @@ class PgStore:
                 "WHERE f.session_id = s.session_id AND f.path = 'summary.json'), "
                 "(SELECT haytham_try_jsonb(f.content) #>> '{forked_from,session_id}' "
                 "FROM haytham_files f WHERE f.session_id = s.session_id "
-                "AND f.path = 'session.json') "
+                "AND f.path = 'session.json'), "
+                "(SELECT haytham_try_jsonb(f.content) ->> 'owner' FROM haytham_files f "
+                "WHERE f.session_id = s.session_id AND f.path = 'session.json') "
                 "FROM haytham_sessions s ORDER BY s.updated_at DESC, s.session_id"
             )
             return cur.fetchall()
@@ -967,8 +969,9 @@ class PgStore:
                 "idea": str(idea or "").strip(),
                 "status": status,
                 "forked_from": parent,
+                "owner": owner,
             }
-            for sid, at, idea, status, parent in self.db.run(work)
+            for sid, at, idea, status, parent, owner in self.db.run(work)
         ]
 
     def delete(self, session_id: str) -> None:

@@ -244,9 +244,19 @@ class Haytham:
     def session_rows(self) -> list[dict[str, Any]] | None:
         """Every session as the Sessions page lists it, read in one query where the store can
         (the shared database: :meth:`haytham.pgstore.PgStore.session_rows`); ``None`` for the
-        sessions folder, whose pages read each session's status from its files."""
+        sessions folder, whose pages read each session's status from its files. Like
+        :meth:`list_sessions`, only the sessions the caller may open (from each row's owner)."""
         rows = getattr(self.store, "session_rows", None)
-        return None if rows is None else rows()
+        if rows is None:
+            return None
+        policy = self.policy.current()
+        if "admin" in policy.roles(self.actor):
+            return list(rows())
+        return [
+            r
+            for r in rows()
+            if not policy.refusal(self.actor, Action.READ, r["owner"] if r["owner"] else None)
+        ]
 
     def delete_session(self, session_id: str) -> None:
         self.allow(Action.DELETE, session_id)
@@ -651,6 +661,15 @@ class Haytham:
         except StorageError as exc:  # a read-only store still exports; the record says why not
             logging.getLogger(__name__).warning("The export was not recorded: %s", exc)
         return made
+
+    def record_download(self, session_id: str, fmt: str) -> None:
+        """Put a download from the pages on the decision record, as :meth:`export` does for the
+        CLI (the pages build their files when they draw; the record is made on the click)."""
+        self.allow(Action.READ, session_id)
+        try:
+            self._record("export", session_id, format=fmt, via="browser")
+        except StorageError as exc:  # a read-only store still serves the file
+            logging.getLogger(__name__).warning("The download was not recorded: %s", exc)
 
     def migrate(self) -> str:
         """Team deployment: bring the shared database's tables and the job queue's schema up to

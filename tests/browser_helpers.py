@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +148,13 @@ class Shots:
         self.page.set_viewport_size({"width": 1400, "height": 2600})  # the app scrolls inside
         self.page.screenshot(path=str(self.folder / f"{name}.png"))
         self.page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def wait_until(condition: Callable[[], bool], *, timeout: float = 60, what: str = "") -> None:
+    """Wait for ``condition()`` to hold (a server-side effect of a click), polling; fail after
+    ``timeout`` seconds (generous: the machine may be busy)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not true after {timeout:.0f} s: {what or condition}")
+        time.sleep(0.2)

@@ -77,10 +77,12 @@ METHODS: dict[str, tuple[Action, Call]] = {
     "create_session": (Action.CREATE, lambda s, sid, new: s.create_session(POWER8_IDEA)),
     "import_session": (Action.CREATE, lambda s, sid, new: s.import_session(Path("/nonexistent"))),
     "list_sessions": (Action.READ, lambda s, sid, new: _listed(s, sid)),
+    "session_rows": (Action.READ, lambda s, sid, new: _in_rows(s, sid)),
     "load_state": (Action.READ, lambda s, sid, new: s.load_state(sid)),
     "status": (Action.READ, lambda s, sid, new: s.status(sid)),
     "show": (Action.READ, lambda s, sid, new: s.show(sid, "anchor")),
     "export": (Action.READ, lambda s, sid, new: s.export(sid, "markdown")),
+    "record_download": (Action.READ, lambda s, sid, new: s.record_download(sid, "pdf")),
     "check_session": (Action.READ, lambda s, sid, new: s.check_session(sid)),
     "updated_at": (Action.READ, lambda s, sid, new: s.updated_at(sid)),
     "live_call": (Action.READ, lambda s, sid, new: s.live_call(sid)),
@@ -108,6 +110,15 @@ METHODS: dict[str, tuple[Action, Call]] = {
 # Methods that open no session's content: who calls (acting_as, allow, can, roles), the
 # pipeline's drawing, and closing the service.
 UNCHECKED = {"acting_as", "allow", "can", "roles", "graph_dot", "close"}
+
+
+def _in_rows(svc: Haytham, sid: str) -> None:
+    """``session_rows`` (the shared store's one-query list) hides it too: refused = no row."""
+    rows = svc.session_rows()
+    if rows is None:  # the sessions folder: the page lists through list_sessions
+        return _listed(svc, sid)
+    if sid not in {r["session"] for r in rows}:
+        raise AccessDenied("The session has no row.")
 
 
 def _listed(svc: Haytham, sid: str) -> None:

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser_helpers import BROWSER, CASSETTE, IDEA, Shots, browser_page, served
+from browser_helpers import BROWSER, CASSETTE, IDEA, Shots, browser_page, served, wait_until
 from pipeline_helpers import replay_settings
 
 from haytham.app import make_service
@@ -129,6 +129,18 @@ def test_both_pdf_reports_download_from_the_stories_page_and_render(
             saved[name] = tmp_path / f"{name}.pdf"
             got.value.save_as(saved[name])
         shot("stories-reports")
+        # each click is on the decision record (issue 30: exports from the pages too); the
+        # click's callback runs on the server, so wait for it
+        with make_service(replay_settings(root, cassette=CASSETTE)) as svc:
+
+            def downloads() -> set[str]:
+                return {
+                    str(d.detail.get("format"))
+                    for d in svc.decisions(sid)
+                    if d.detail.get("via") == "browser"
+                }
+
+            wait_until(lambda: {"validation-pdf", "pdf"} <= downloads(), timeout=60)
 
     for name, headings in (
         ("validation", VALIDATION_HEADINGS),

@@ -120,3 +120,19 @@ def test_the_cli_acts_as_the_tokens_user_and_a_worker_records_who_queued(db, tmp
     assert approve.returncode == 4 and "four-eyes rule" in approve.stderr
     assert base.acting_as(person("ann@example.org")).status("ada-one")["gate"] == 1
     base.close()
+
+
+def test_the_one_query_session_list_holds_only_what_the_caller_may_open(db, tmp_path) -> None:
+    """The Sessions page's one-query list (``session_rows``) in the shared store: a founder's
+    rows are their own, the reviewer sees the cohort's founder, the admin everyone."""
+    base = _service(db, tmp_path)
+    ada, bob = (base.acting_as(person(f"{n}@example.org")) for n in ("ada", "bob"))
+    mine, theirs = ada.create_session(IDEA), bob.create_session(IDEA)
+
+    def listed(who: str) -> set[str]:
+        return {r["session"] for r in base.acting_as(person(who)).session_rows() or []}
+
+    assert listed("ada@example.org") == {mine}
+    assert listed("bob@example.org") == {theirs}
+    assert listed("rita@example.org") == {mine}  # her cohort: ada
+    assert listed("ann@example.org") == {mine, theirs}

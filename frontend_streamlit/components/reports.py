@@ -18,6 +18,11 @@ REPORTS = {
 }
 
 
+def recorded(sid: str, fmt: str) -> None:
+    """A download button's click: the download goes on the decision record (who, when)."""
+    attempt(lambda: backend().service.record_download(sid, fmt))
+
+
 def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
     """A download button for one report; disabled, with why, until its stage has run."""
     title, needs = REPORTS[fmt]
@@ -36,7 +41,8 @@ def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
         disabled=data is None,
         key=f"download_{fmt}",
         icon=":material/picture_as_pdf:",
-        on_click="ignore",  # no rerun: the PDF is not built again, the file stays served
+        on_click=recorded,  # on the decision record; the rerun serves the same file
+        args=(sid, fmt),
         help=None if ready else f"Available once {needs.title.lower()} has run.",
     )
 
@@ -61,5 +67,6 @@ def competitor_map(sid: str, state: SessionState) -> None:
         mime="text/csv",
         key="download_competitors",
         icon=":material/download:",
-        on_click="ignore",
+        on_click=recorded,
+        args=(sid, "competitors"),
     )

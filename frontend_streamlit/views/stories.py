@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 from components.context import attempt, backend, require_session, show_flash
 from components.notice import model_quality_notice
-from components.reports import pdf_download
+from components.reports import pdf_download, recorded
 from components.safe_text import code, label, md
 from components.stale_banner import stale_banner
 
@@ -59,7 +59,8 @@ def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
             key=f"download_{fmt}",
             disabled=not data,
             icon=":material/download:",
-            on_click="ignore",
+            on_click=recorded,
+            args=(sid, fmt),
         )
 
 
