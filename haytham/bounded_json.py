@@ -22,10 +22,11 @@ from typing import Any, BinaryIO
 CHUNK = 256 * 1024
 MAX_SCALAR = 400  # characters of one number or literal
 _WS = re.compile(r"[ \t\n\r]*")
-# blanks, then punctuation (1), a number: its integer part (2) and fraction or exponent (3), a
-# literal (4), or a string's opening quote
+# after the blanks (_WS, matched first, so no pattern scans a run of blanks twice): punctuation
+# (1), a number: its integer part (2) and fraction or exponent (3), a literal (4), or a string's
+# opening quote
 _TOKEN = re.compile(
-    r"[ \t\n\r]*(?:([{}\[\],:])|(-?(?:0|[1-9][0-9]*))((?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r"(?:([{}\[\],:])|(-?(?:0|[1-9][0-9]*))((?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
     r'|(true|false|null)|")'
 )
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -90,9 +91,9 @@ class _Reader:
     def token(self) -> tuple[str, Any] | None:
         """The next token: ``("p", char)``, ``("s", text)`` or ``("v", value)``; None at the end."""
         while True:
-            found = _TOKEN.match(self.buf, self.pos)
+            rest = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            found = _TOKEN.match(self.buf, rest)
             if found is None:  # only blanks left, or a token cut by the chunk's end, or junk
-                rest = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
                 if rest < len(self.buf) and len(self.buf) - rest >= len("false") or self.eof:
                     if rest >= len(self.buf):
                         return None

@@ -15,10 +15,17 @@ def _scalar(v: Any) -> str:
     return one_line(str(v))
 
 
+def _is_flat(value: Any) -> bool:
+    """A value a table cell can hold: a scalar, a list of scalars, or a small mapping of scalars
+    (an item's ``assumes``: ``auth: invite_only, payments: none``)."""
+    if isinstance(value, Mapping):
+        return all(not isinstance(x, Mapping | list) for x in value.values())
+    return not isinstance(value, list) or all(not isinstance(x, Mapping) for x in value)
+
+
 def _is_flat_records(items: list[Any]) -> bool:
     return bool(items) and all(
-        isinstance(i, Mapping) and all(not isinstance(x, Mapping) for x in i.values())
-        for i in items
+        isinstance(i, Mapping) and all(_is_flat(x) for x in i.values()) for i in items
     )
 
 
@@ -32,16 +39,20 @@ def table_cell(value: Any) -> str:
     return " ".join(_scalar(value).splitlines()).replace("|", "\\|")
 
 
+def _cell(value: Any) -> str:
+    """One table cell's text: a list joined with commas, a mapping as ``key: value, …``."""
+    if isinstance(value, list):
+        return ", ".join(map(_scalar, value))
+    if isinstance(value, Mapping):
+        return ", ".join(f"{_scalar(k)}: {_scalar(v)}" for k, v in value.items())
+    return _scalar(value)
+
+
 def _table(items: list[Mapping[str, Any]]) -> list[str]:
     cols = list(dict.fromkeys(k for i in items for k in i))
     out = ["| " + " | ".join(map(table_cell, cols)) + " |", "|" + "---|" * len(cols)]
     for i in items:
-        cells = [
-            ", ".join(map(_scalar, i.get(c)))
-            if isinstance(i.get(c), list)
-            else _scalar(i.get(c, ""))
-            for c in cols
-        ]
+        cells = [_cell(i.get(c, "")) for c in cols]
         out.append("| " + " | ".join(table_cell(c) for c in cells) + " |")
     return out
 

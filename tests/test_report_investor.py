@@ -87,7 +87,7 @@ def test_the_change_requests_are_in_the_specification(changed, tmp_path: Path) -
     text = " ".join(_text(report(changed, "specification"), tmp_path).split())
     assert "Change requests" in text
     assert "Stage 5 · MVP scope" in text and REQUEST[:30] in text
-    assert "Invariants touched INV-1" in text
+    assert "Invariants touched (code's check)" in text and "INV-1" in text
     assert "SCOPE-99" in text  # what changed: the item it added
 
 

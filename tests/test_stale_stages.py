@@ -264,7 +264,7 @@ def test_stale_checks_show_no_green_mark_on_the_run_table_or_the_fidelity_matrix
         assert verifier == "✔ passed" and MARKS["honored"] in cells  # fresh checks: green
         svc.decide(sid, 1, EDIT, continue_run=False)
         verifier, cells = marks()
-        assert verifier.startswith("⚠ passed before a change")
+        assert verifier.startswith("◇ passed before a change")
         assert MARKS["honored"] not in cells and MARKS["stale"] in cells
         svc.recheck(sid)
         verifier, cells = marks()

@@ -16,6 +16,7 @@ from verify_helpers import (
     service,
 )
 
+from haytham.blockers import target_name
 from haytham.cli import main
 from haytham.errors import GateError
 from haytham.pipeline.context import FEEDBACK_HEADING
@@ -139,7 +140,9 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     assert [c["command"] for c in commands] == ["override", "override", "approve"]
     assert len(svc.status(sid)["overrides"]) == 2
     markdown = svc.export(sid, "markdown")
-    assert "Gate 3: violation:access_model:architecture-decisions — The founder accepts" in markdown
+    named = target_name("violation:access_model:architecture-decisions")  # in people's words
+    assert named == "access_model not honoured in Stage 9 · Architecture decisions"
+    assert f"Gate 3: {named} — The founder accepts" in markdown
     assert "Gate 2 rework of mvp-scope: [automatic rework by the verifier]" in markdown
     assert "Gate 3 rework of system-traits: [automatic rework by the verifier]" in markdown
     exported = json.loads(svc.export(sid, "json"))
@@ -155,5 +158,5 @@ def test_how_verifier_reports_the_realtime_contradiction_and_stalls(drift, tmp_p
     cassette = tmp_path / "cassette.jsonl"
     assert main(["status", sid, *replay_cli_args(tmp_path, cassette)]) == 0
     printed = capsys.readouterr().out
-    assert "override at Gate 3 [violation:access_model:architecture-decisions]" in printed
+    assert f"override at Gate 3 ({named})" in printed
     assert "verify-how" in printed and "verify-what" in printed

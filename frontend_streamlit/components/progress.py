@@ -31,7 +31,7 @@ STATES = {
     "interrupted": ("↯", "interrupted"),
     "pending": ("○", "pending"),
     "passed": ("✔", "passed"),
-    "stale": ("⚠", "passed before a change: re-check"),
+    "stale": ("◇", "passed before a change: re-check"),
     "inconclusive": ("?", "inconclusive"),
     "off": ("–", "off"),
     "approved": ("☑", "approved"),
