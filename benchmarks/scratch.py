@@ -76,8 +76,15 @@ def scratch_database(admin_url: str, prefix: str) -> Iterator[str]:
     try:
         yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
     finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        for attempt in range(10):  # a server process (autovacuum) may hold it for a moment
+            try:
+                with psycopg.connect(admin_url, autocommit=True) as conn:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                break
+            except psycopg.errors.InsufficientPrivilege:
+                if attempt == 9:
+                    raise
+                time.sleep(1)
 
 
 def wait_for_workers(

@@ -76,7 +76,7 @@ def test_rework_round_and_feedback_appear_in_the_timeline_with_a_diff(tmp_path: 
         expect(
             page.get_by_text("Psychologist host controls → Psychologist runs every circle")
         ).to_be_visible()
-        expect(page.get_by_text("Chat between sessions")).to_be_visible()
+        expect(page.get_by_text("Chat between sessions").first).to_be_visible()
         page.get_by_role("heading", name="History").scroll_into_view_if_needed()
         shot("gate-2-history")
 

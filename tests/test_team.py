@@ -22,6 +22,8 @@ import pytest
 from browser_helpers import CHROMIUM, IDEA, Shots, browser_page, served
 from team_helpers import Workers, database, team_env, team_settings
 
+from haytham.stages import get_stage
+
 pytestmark = pytest.mark.team
 in_browser = pytest.mark.skipif(
     not CHROMIUM.exists(),
@@ -403,6 +405,7 @@ def _progress_text(page, server: str, sid: str) -> str:
 
     page.goto(f"{server}/run?session={sid}")
     expect(page.get_by_text("now:").first).to_be_visible()
+    expect(page.get_by_text("steps done").first).to_be_visible()  # the bar's text
     expect(page.get_by_text("model calls finished")).to_be_visible()
     text = page.locator("[data-testid='stMain']").inner_text()
     keep = ("steps done", "Running", "model calls finished")
@@ -444,7 +447,7 @@ def test_two_app_instances_show_the_same_live_progress(db, tmp_path) -> None:
         finally:
             worker.send_signal(signal.SIGCONT)
         assert seen[0] == seen[1], seen
-        assert f"Running · … · now: {now.stage}" in seen[0], seen[0]
+        assert f"Running · … · now: {get_stage(now.stage).title}" in seen[0], seen[0]
         job = runs.wait(sid, timeout=120)
         assert job is not None and job.state == "finished"
 
