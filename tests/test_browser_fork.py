@@ -42,8 +42,15 @@ def test_a_fork_opens_with_its_inherited_steps_done_and_runs_on(
         expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
         expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # viewer toolbar
         page.get_by_text("Fork from a stage").click()
-        page.get_by_label("Redo from").click()
-        page.get_by_role("option", name="6. Capability model").click()
+        option = page.get_by_role("option", name="6. Capability model")
+        for _ in range(5):  # on a busy machine the first click may land before the list opens
+            page.get_by_label("Redo from").click()
+            try:
+                option.wait_for(state="visible", timeout=10_000)
+                break
+            except Exception:  # noqa: BLE001 — playwright's TimeoutError: open it again
+                page.keyboard.press("Escape")
+        option.click()
         page.get_by_role("button", name="Fork", exact=True).click()
 
         # the fork opens on its own, on the Run page, and runs without a Resume
