@@ -284,6 +284,10 @@ def test_a_second_run_of_a_waiting_session_is_refused_in_one_sentence(db, tmp_pa
     assert runs.live_workers() == 0  # the Run page says to start one
     with Workers(db, tmp_path) as workers:
         workers.start(1)
+        # the count is cached for a heartbeat (what a Run page costs): it turns within seconds
+        deadline = time.monotonic() + 30
+        while runs.live_workers() != 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert runs.live_workers() == 1
         job = runs.wait(sid, timeout=60)
     assert job is not None and job.state == "finished"
