@@ -656,20 +656,21 @@ class Haytham:
             record = audit.decisions(self.store, session_id=session_id)
             shown = [d.sentence for d in record if d.action not in audit.NOT_DECISIONS]
             made = export(self.load_state(session_id), fmt, shown)
-        try:
-            self._record("export", session_id, format=fmt)
-        except StorageError as exc:  # a read-only store still exports; the record says why not
-            logging.getLogger(__name__).warning("The export was not recorded: %s", exc)
+        self._record_export(session_id, format=fmt)
         return made
 
     def record_download(self, session_id: str, fmt: str) -> None:
         """Put a download from the pages on the decision record, as :meth:`export` does for the
         CLI (the pages build their files when they draw; the record is made on the click)."""
         self.allow(Action.READ, session_id)
+        self._record_export(session_id, format=fmt, via="browser")
+
+    def _record_export(self, session_id: str, **detail: Any) -> None:
+        """An export on the decision record; a read-only store still exports (logged, not lost)."""
         try:
-            self._record("export", session_id, format=fmt, via="browser")
-        except StorageError as exc:  # a read-only store still serves the file
-            logging.getLogger(__name__).warning("The download was not recorded: %s", exc)
+            self._record("export", session_id, **detail)
+        except StorageError as exc:
+            logging.getLogger(__name__).warning("The export was not recorded: %s", exc)
 
     def migrate(self) -> str:
         """Team deployment: bring the shared database's tables and the job queue's schema up to
