@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from haytham.app import make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
 from haytham.stages import ANCHOR_AGENT, STAGES  # noqa: E402
-from haytham.store import SessionStore  # noqa: E402
+from haytham.storage.folder import SessionStore  # noqa: E402
 
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"  # stages + passing verifiers
 BASE_IDEA = (ROOT / "tests/fixtures/ideas/power_of_8.md").read_text(encoding="utf-8").strip()
@@ -86,9 +86,9 @@ def _json(path: Path) -> Any:
 def check_session(sessions: Path, sid: str, n: int, total: int) -> list[str]:
     """What is wrong with session ``sid`` (empty when complete and its own)."""
 
-    from haytham.pipeline.state import SessionState
-    from haytham.storage import PARTITION
-    from haytham.store import sqlite_persister as persister
+    from haytham.state import SessionState
+    from haytham.storage.folder import sqlite_persister as persister
+    from haytham.storage.protocol import PARTITION
 
     root, idea, problems = sessions / sid, idea_for(n), []
     if (root / "idea.md").read_text(encoding="utf-8") != idea + "\n":

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/import_bounds.py            # every case, one fresh process each
 
 Builds a real bundle (the Power of 8 replay, run to the end) and from it the bundles the
-caps refuse (haytham/transfer.py): 20,000 files named like a session's, 60,000 odd files, a
+caps refuse (haytham/runs/transfer.py): 20,000 files named like a session's, 60,000 odd files, a
 60 MiB member, 200,000 nested brackets, 6 million numbers, a member named ``state.db``, and a
 200 MiB bundle, as a file (its size is checked first) and through a pipe (counted as it
 streams), and 80 MiB of files a session may hold through a pipe (the total cap, while streaming). Each case runs
@@ -30,7 +30,7 @@ MEASURE = """
 import re, sys, time, tracemalloc
 from pathlib import Path
 from haytham.errors import InputError
-from haytham.transfer import read_bundle
+from haytham.runs.transfer import read_bundle
 
 def hwm():  # the process's peak RSS in KiB (ru_maxrss would carry the parent's over exec)
     status = Path("/proc/self/status").read_text()

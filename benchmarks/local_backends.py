@@ -35,10 +35,10 @@ from typing import Any
 
 import httpx
 
+from haytham.agents.context import build_stage_context
 from haytham.models.llama_server import free_port, local_model_path
 from haytham.models.local import DEFAULT_PARAMS
 from haytham.models.schema_adapter import safe_schema
-from haytham.pipeline.context import build_stage_context
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, mvp_scope
 from haytham.stages.mvp_scope import MvpScopeOutput

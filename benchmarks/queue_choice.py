@@ -1,7 +1,7 @@
 """Job queue choice for the team deployment: procrastinate (PostgreSQL) against Celery + Redis.
 
 Haytham's team mode runs sessions as jobs on procrastinate, whose queue lives in the PostgreSQL
-database the sessions are already in (haytham/queue.py). This benchmark measures the two
+database the sessions are already in (haytham/runs/queue.py). This benchmark measures the two
 engines on this machine, over loopback, with the same trivial job body, so the choice rests on
 numbers rather than taste:
 
@@ -20,7 +20,7 @@ numbers rather than taste:
    - procrastinate, as Haytham configures it: ``update_heartbeat_interval=2``,
      ``stalled_worker_timeout=10``, ``fetch_job_polling_interval=1``, and in each worker a
      sweeper that every 2 s puts the jobs of workers silent for 10 s back in the queue
-     (``get_stalled_jobs`` + ``retry_job``, as ``haytham.queue._sweep``). The job stays
+     (``get_stalled_jobs`` + ``retry_job``, as ``haytham.runs.queue._sweep``). The job stays
      ``doing`` while it runs: late ack is inherent.
    - Celery + Redis: ``task_acks_late=True``, ``task_reject_on_worker_lost=True``,
      ``worker_prefetch_multiplier=1``, prefork pool with one child; with the default
@@ -81,7 +81,7 @@ C_TASK = "qbench.job"
 LONG_S = 30.0  # the long job's body
 CAP_S = 120.0  # longest wait for the job to start again after the kill
 WINDOW_S = 45.0  # no-kill runs: count the starts of the long job in this window
-# Haytham's settings (haytham/queue.py)
+# Haytham's settings (haytham/runs/queue.py)
 HEARTBEAT_S = 2.0
 STALLED_AFTER_S = 10.0
 SWEEP_S = 2.0
@@ -178,12 +178,12 @@ def procrastinate_app(url: str) -> Any:
 
 
 def run_procrastinate_worker(url: str, queue: str) -> None:
-    """A worker as ``haytham.queue.run_worker`` runs one, on this benchmark's queue."""
+    """A worker as ``haytham.runs.queue.run_worker`` runs one, on this benchmark's queue."""
     from procrastinate import exceptions as pexc
 
     app = procrastinate_app(url)
 
-    async def sweep() -> None:  # haytham.queue._sweep, limited to this run's queue
+    async def sweep() -> None:  # haytham.runs.queue._sweep, limited to this run's queue
         while True:
             try:
                 for job in await app.job_manager.get_stalled_jobs(

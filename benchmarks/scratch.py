@@ -94,8 +94,8 @@ def wait_for_workers(
     ``RuntimeError`` if one of ``procs`` exits first or ``timeout`` s pass."""
     from psycopg.errors import UndefinedTable  # here: queue_choice.py's workers import this
 
-    from haytham.pgstore import Database
-    from haytham.queue import count_live_workers
+    from haytham.runs.queue import count_live_workers
+    from haytham.storage.postgres import Database
 
     procs = list(procs)
     db = Database(url)

@@ -4,7 +4,7 @@ For each worker count (default 1, 2 and 4) the benchmark creates a throwaway Pos
 database (``haytham_bench_<random>``), runs ``haytham migrate`` on it, starts that many
 ``haytham worker`` processes (``--concurrency 1`` each by default), creates S sessions
 (default 8) of the Power of 8 idea and enqueues them all at once through
-``haytham.queue.QueuedRuns``. Every worker runs its session to Gate 1 on the replay provider,
+``haytham.runs.queue.QueuedRuns``. Every worker runs its session to Gate 1 on the replay provider,
 each model call taking ``--latency`` seconds (``HAYTHAM_REPLAY_LATENCY``, simulated provider
 latency). ``HAYTHAM_PROVIDER_CONCURRENCY`` is set high (64) so the shared provider call slots do
 not cap the scaling. Reported per configuration: wall seconds (first enqueue to last job end),
@@ -39,7 +39,7 @@ import scratch as bench  # noqa: E402
 
 from haytham.app import make_runs, make_service  # noqa: E402
 from haytham.config import load_settings  # noqa: E402
-from haytham.queue import QueuedRuns  # noqa: E402
+from haytham.runs.queue import QueuedRuns  # noqa: E402
 
 HAYTHAM = ROOT / ".venv/bin/haytham"
 CASSETTE = ROOT / "tests/fixtures/cassettes/power_of_8/full"  # stages + passing verifiers

@@ -8,7 +8,7 @@
    pages that read "every session" have that many to read.
 2. ``--workers`` ``haytham worker`` processes (``--concurrency`` sessions each) and two app
    instances (processes of this script in viewer mode, each with its own service and
-   :class:`haytham.queue.QueuedRuns`, as a Streamlit server has) start. ``--viewers`` simulated
+   :class:`haytham.runs.queue.QueuedRuns`, as a Streamlit server has) start. ``--viewers`` simulated
    viewers, split between the two instances, each keep one new session's Run page open: every
    second they do what the page's refreshing part does (the snapshot of job, status and stage
    running, the estimates, the worker count while queued), timed.
@@ -118,7 +118,7 @@ def query_cost(url: str, count: int = 300) -> str:
     """A trivial statement through the store's pool, against one on a new connection each."""
     import psycopg
 
-    from haytham.pgstore import Database
+    from haytham.storage.postgres import Database
 
     db = Database(url)
     db.run(lambda cur: cur.execute("SELECT 1"))
@@ -159,7 +159,7 @@ def store_sessions(url: str, count: int) -> None:
 def viewer_mode(args: argparse.Namespace) -> int:
     """An app instance with ``--viewers`` open Run pages, until ``args.stop`` exists; writes
     each refresh's seconds to ``args.out``."""
-    from haytham.worker import Job
+    from haytham.runs.worker import Job
 
     svc, runs = service()
     sids = json.loads(Path(args.sessions_file).read_text())

@@ -1,5 +1,5 @@
 """Haytham's review UI: navigation only. Each page is a file in ``views/``; all work goes
-through :class:`haytham.service.Haytham` (see docs/ui.md)."""
+through :class:`haytham.runs.service.Haytham` (see docs/ui.md)."""
 
 from __future__ import annotations
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from haytham.config import Settings
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline.state import SessionState
-from haytham.service import Haytham
-from haytham.storage import team_packages_missing
+from haytham.runs.service import Haytham
+from haytham.runs.worker import RunWorker
+from haytham.state import SessionState
+from haytham.storage.backends import team_packages_missing
 from haytham.validate import Embedder, Finding, Snapshot, ValidatorSettings, run_validators
 from haytham.verify.factory import make_verifier
-from haytham.worker import RunWorker
 
 
 class PostValidation:
@@ -66,10 +66,10 @@ def make_service(
 
 def make_runs(service: Haytham) -> RunWorker:
     """Who runs sessions for the UI: threads of this process on one machine, or the job queue
-    (:class:`haytham.queue.QueuedRuns`) when the sessions are in the shared database."""
+    (:class:`haytham.runs.queue.QueuedRuns`) when the sessions are in the shared database."""
     if service.settings.secret("database_url"):
         try:
-            from haytham.queue import QueuedRuns  # procrastinate only where a database is used
+            from haytham.runs.queue import QueuedRuns  # procrastinate only where a database is used
         except ImportError as exc:
             raise team_packages_missing(exc) from None
         return QueuedRuns(service)

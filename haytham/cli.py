@@ -15,18 +15,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from haytham.blockers import target_name
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
 from haytham.evals.cli import add_parser as add_eval_parser
-from haytham.export import BINARY, FORMATS, json_text, write_export
-from haytham.idea import read_idea_file
-from haytham.redact import redact
-from haytham.sanitize import terminal_safe
+from haytham.idea.checks import read_idea_file
+from haytham.reports.blockers import target_name
+from haytham.reports.export import BINARY, FORMATS, json_text, write_export
+from haytham.runs.transfer import SESSION_FORMAT
+from haytham.safety.redact import redact
+from haytham.safety.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
-from haytham.storage import team_packages_missing
-from haytham.store import read_capped
-from haytham.transfer import SESSION_FORMAT
+from haytham.storage.backends import team_packages_missing
+from haytham.storage.folder import read_capped
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
 DEBUG_HELP = "show library logs and the traceback behind an error"
@@ -296,7 +296,7 @@ def _cmd(args: argparse.Namespace) -> int:  # noqa: C901 - a flat dispatch table
         from haytham.validate import cli_main
 
         if settings.secret("database_url") and not Path(args.target).exists():
-            from haytham.access import Action
+            from haytham.people.access import Action
 
             with _service(settings) as svc:  # the shared session: only for who may open it
                 _acting(args, settings, svc).allow(Action.READ, args.target)
@@ -315,7 +315,7 @@ def _acting(args: argparse.Namespace, settings: Settings, svc: Any) -> Any:
     """The service acting as this command's user: the local user on one machine; in team mode
     the user of ``HAYTHAM_TOKEN`` (or ``HAYTHAM_USER`` on a trusted network), refused in one
     sentence without either. The operator's commands (migrate, worker) act as the system."""
-    from haytham.access import SYSTEM, cli_actor, local_actor
+    from haytham.people.access import SYSTEM, cli_actor, local_actor
 
     if not settings.secret("database_url"):
         return svc
@@ -334,9 +334,9 @@ def _validation_folder(target: str, settings: Settings) -> Iterator[tuple[str, P
     if not settings.secret("database_url") or Path(target).exists():
         yield target, settings.sessions_dir
         return
-    from haytham.storage import open_store
-    from haytham.store import SessionStore
-    from haytham.transfer import dump_session, load_session
+    from haytham.runs.transfer import dump_session, load_session
+    from haytham.storage.backends import open_store
+    from haytham.storage.folder import SessionStore
 
     store = open_store(settings)
     try:
@@ -353,7 +353,7 @@ def _progressing(
 ) -> contextlib.AbstractContextManager[Any]:
     """Show the session's stages on stderr while the block runs (``--json``: as JSON lines
     on stdout; ``--quiet``: nothing)."""
-    from haytham.progress import events_path, make_renderer, showing_progress
+    from haytham.runs.progress import events_path, make_renderer, showing_progress
 
     if getattr(args, "quiet", False):
         return contextlib.nullcontext()
@@ -404,7 +404,7 @@ def _on_queue(runs: Any, svc: Any, session_id: str, label: str) -> Any:
         runs.close()
     if job is not None and job.state == "failed":
         raise HaythamError(job.error or "The run stopped in a worker; resume to try again.")
-    from haytham.service import Outcome
+    from haytham.runs.service import Outcome
 
     standing = svc.status(session_id)
     return Outcome(session_id, standing["status"], gate=standing["gate"])
@@ -484,7 +484,7 @@ def _session_cmd(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
             print(terminal_safe(d.model_dump_json() if args.json else _audit_line(d)))
     elif args.command == "worker":
         try:
-            from haytham.queue import run_worker
+            from haytham.runs.queue import run_worker
         except ImportError as exc:
             raise team_packages_missing(exc) from None
         run_worker(svc, concurrency=args.concurrency or settings.worker_concurrency, name=args.name)
@@ -510,7 +510,7 @@ def _audit_line(d: Any) -> str:
 
 def read_answers_file(path: Path) -> list[str]:
     """Answers to the intake questions from a UTF-8 file (one a line, or a JSON list)."""
-    from haytham.intake import parse_answers_text
+    from haytham.idea.intake import parse_answers_text
 
     try:
         raw = read_capped(path, 64 * 1024)
@@ -573,8 +573,8 @@ def _intake(
 def _revise(args: argparse.Namespace, settings: Settings, svc: Any) -> int:
     """Show the proposed change, code's impact on the invariants and the agent's answer; apply
     it with --yes or a "y" on a terminal, unless it breaks an invariant."""
-    from haytham.impact import impact_lines
-    from haytham.revise import refusal
+    from haytham.changes.impact import impact_lines
+    from haytham.changes.request import refusal
 
     proposal = svc.propose_change(args.session_id, args.stage, args.request)
     print(terminal_safe(f"Proposed change to {proposal.stage}: {proposal.why}"))

@@ -49,7 +49,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from haytham.errors import ConfigError
-from haytham.redact import redact, remember_settings
+from haytham.safety.redact import redact, remember_settings
 
 PROVIDERS: tuple[str, ...] = (
     "local",
@@ -351,12 +351,12 @@ class Settings(BaseSettings):
     worker_concurrency: int = 2  # sessions one `haytham worker` process runs at once
     provider_concurrency: int = 4  # model calls in flight per provider (all workers together)
     replay_latency: float = 0.0  # seconds each replayed model call takes (trials, benchmarks)
-    # who may see and decide what (haytham/access.py, docs/deploy.md "Identity")
+    # who may see and decide what (haytham/people/access.py, docs/deploy.md "Identity")
     access_file: Path | None = None  # roles, cohorts, four-eyes; re-read when it changes
     trusted_network: OnOff = False  # team mode without sign-in: names are recorded, not checked
     user: str | None = None  # team-mode CLI on a trusted network: who this is
     token: SecretStr | None = _secret("HAYTHAM_TOKEN")  # team-mode CLI: the operator's token
-    # notifications when a session reaches a gate or fails (haytham/notify.py)
+    # notifications when a session reaches a gate or fails (haytham/people/notify.py)
     notify_smtp_url: SecretStr | None = _secret("HAYTHAM_NOTIFY_SMTP_URL")  # smtp://[u:p@]host:port
     notify_from: str = "haytham@localhost"
     notify_webhook_url: str | None = None  # Slack/Teams-compatible JSON webhook

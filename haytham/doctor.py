@@ -72,7 +72,7 @@ def _burr(settings: Settings) -> str:
 def _sessions_dir(settings: Settings) -> str:
     url = settings.secret("database_url")
     if url:  # team deployment: the sessions are in PostgreSQL
-        from haytham.pgstore import PgStore
+        from haytham.storage.postgres import PgStore
 
         store = PgStore(url)
         try:

@@ -35,7 +35,7 @@ elif [[ $url =~ @(127\.0\.0\.1|localhost)[:/] ]]; then
 fi
 export HAYTHAM_DATABASE_URL=$url
 echo "database: $("$BIN/python" -c 'import sys
-from haytham.pgstore import where
+from haytham.storage.postgres import where
 print(where(sys.argv[1]))' "$url") (HAYTHAM_DATABASE_URL)"
 "$BIN/haytham" migrate
 

@@ -797,8 +797,8 @@ for _label, _make in BAD_BUNDLES.items():
 
 def _rewrite_state(folder: Path, change: Callable[[Any], Any]) -> None:
     """Save ``change(state)`` as the session's next step (as a run would have)."""
-    from haytham.session_state import load_state_seq, save_state
-    from haytham.store import SessionStore
+    from haytham.runs.session_state import load_state_seq, save_state
+    from haytham.storage.folder import SessionStore
 
     files = SessionStore(folder.parent).open(folder.name)
     state, seq = load_state_seq(files)
@@ -869,7 +869,7 @@ def _ui_everywhere(lab: Lab) -> None:
     from test_ui_support import app
     from untrusted_helpers import poison_session
 
-    from haytham.store import SessionStore
+    from haytham.storage.folder import SessionStore
 
     sessions, folder = lab.fresh()
     poison_session(SessionStore(sessions).open(SID))

@@ -31,10 +31,10 @@ from strands.types.content import Messages
 from strands.types.exceptions import ModelThrottledException
 
 import haytham.models.factory as factory
-from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES
-from haytham.storage import PARTITION
-from haytham.store import sqlite_persister as persister
+from haytham.state import SessionState
+from haytham.storage.folder import sqlite_persister as persister
+from haytham.storage.protocol import PARTITION
 
 EXCEPTION_KINDS = (
     "timeout",

@@ -1,5 +1,5 @@
 """Who may see and decide what, enforced by the service: every public method of
-:class:`haytham.service.Haytham` for every role (a table: a new method without an entry fails),
+:class:`haytham.runs.service.Haytham` for every role (a table: a new method without an entry fails),
 refusals change nothing, the four-eyes rule, roles changed without a restart, and the record of
 every decision (folder store; the shared store's is in test_team.py)."""
 
@@ -15,11 +15,19 @@ from typing import Any
 import pytest
 from pipeline_helpers import POWER8_IDEA, replay_settings
 
-from haytham.access import ANONYMOUS, SYSTEM, AccessPolicy, Action, cli_actor, local_actor, person
 from haytham.app import make_service
+from haytham.changes.request import Proposal
 from haytham.errors import AccessDenied, ConfigError
-from haytham.revise import Proposal
-from haytham.service import Haytham
+from haytham.people.access import (
+    ANONYMOUS,
+    SYSTEM,
+    AccessPolicy,
+    Action,
+    cli_actor,
+    local_actor,
+    person,
+)
+from haytham.runs.service import Haytham
 
 POLICY = """
 admins = ["ann@example.org"]

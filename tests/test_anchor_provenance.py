@@ -12,8 +12,8 @@ import pytest
 from pipeline_helpers import POWER8_IDEA, replay_settings
 
 from haytham.app import make_service
-from haytham.export import export
 from haytham.pipeline.staleness import stale_checks
+from haytham.reports.export import export
 from haytham.schemas.anchor import LEAVE_OPEN, ConceptAnchor, Invariant
 
 poppler = pytest.mark.skipif(

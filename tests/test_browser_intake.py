@@ -14,7 +14,7 @@ from pathlib import Path
 from browser_helpers import BROWSER, Shots, browser_page, served
 from test_intake import ANSWERS, OFF_TOPIC, QUOTE, THIN, UNRELATED, _cassette, _thin
 
-from haytham.intake import CLARIFICATIONS_HEADING
+from haytham.schemas.intake import CLARIFICATIONS_HEADING
 
 pytestmark = BROWSER
 

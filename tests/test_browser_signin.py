@@ -127,9 +127,9 @@ def test_founders_see_their_own_a_reviewer_decides_and_is_named(tmp_path) -> Non
     _needs()
     from playwright.sync_api import expect, sync_playwright
 
-    from haytham.access import person
     from haytham.app import make_service
     from haytham.config import load_settings
+    from haytham.people.access import person
 
     with database() as db:
         (tmp_path / "access.toml").write_text(POLICY)

@@ -6,8 +6,8 @@ import json
 
 from pipeline_helpers import POWER8_IDEA, replay_cli_args
 
-from haytham.access import local_actor
 from haytham.cli import main
+from haytham.people.access import local_actor
 
 
 def test_audit_lists_who_decided_what_and_filters_by_session_and_user(tmp_path, capsys) -> None:

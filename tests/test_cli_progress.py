@@ -12,7 +12,7 @@ import pytest
 from pipeline_helpers import POWER8_IDEA, POWER8_RUN, cassette_with, replay_cli_args
 
 from haytham.cli import main
-from haytham.progress import (
+from haytham.runs.progress import (
     EventFollower,
     JsonRenderer,
     PlainRenderer,

@@ -12,10 +12,10 @@ from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.export import export
-from haytham.pipeline.state import SessionState
+from haytham.reports.export import export
 from haytham.stages import BY_SLUG, StageView
 from haytham.stages.market_context import NOT_STATED, MarketContext
+from haytham.state import SessionState
 from haytham.validate import Snapshot, ValidatorSettings, run_validators
 
 MARKET = {

@@ -24,7 +24,7 @@ from haytham.config import (
     read_dotenv,
 )
 from haytham.errors import ConfigError
-from haytham.redact import redact
+from haytham.safety.redact import redact
 from haytham.stages import Phase
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from haytham.intake import AGENT as INTAKE
 from haytham.pipeline.graph import edges, gate_name, graph_dot, pipeline_graph, verify_name
+from haytham.schemas.intake import AGENT as INTAKE
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

@@ -12,11 +12,11 @@ import pytest
 from pipeline_helpers import POWER8, POWER8_IDEA, POWER8_RUN, replay_settings
 from verify_helpers import CLEAN, DRIFT, DRIFTED_STAGES, service
 
+from haytham.agents.context import FEEDBACK_HEADING
 from haytham.app import make_service
-from haytham.history import Step, diff_outputs, gate_history
-from haytham.pipeline.context import FEEDBACK_HEADING
-from haytham.pipeline.state import SessionState
+from haytham.reports.history import Step, diff_outputs, gate_history
 from haytham.stages import BY_SLUG
+from haytham.state import SessionState
 
 FEEDBACK = "Host controls must say the psychologist runs every circle; drop session recording."
 

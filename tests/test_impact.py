@@ -1,4 +1,4 @@
-"""Invariant impact computed by code (haytham.impact): carriers lost or gained, items moved in
+"""Invariant impact computed by code (haytham.changes.impact): carriers lost or gained, items moved in
 or out of scope, exclusions, pinned traits, on the Power of 8 session's recorded answers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from pipeline_helpers import POWER8
 
-from haytham.impact import compute_impact, impact_lines
+from haytham.changes.impact import compute_impact, impact_lines
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.stages import BY_SLUG
 

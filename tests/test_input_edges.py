@@ -10,7 +10,7 @@ from pipeline_helpers import POWER8_IDEA, refused_run, replay_cli_args
 
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.idea import MIN_WORDS, count_words, validate_idea
+from haytham.idea.checks import MIN_WORDS, count_words, validate_idea
 
 CJK_IDEA = (
     "一位心理学家想为他的现有患者开发一个私密应用程序，八名患者在线聚会，其中一人提出具体需求，"
@@ -58,7 +58,7 @@ def test_a_binary_cassette_is_refused_before_a_session_exists(tmp_path: Path, ca
 def test_a_failure_while_creating_a_session_leaves_no_folder(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    from haytham.store import SessionFiles
+    from haytham.storage.folder import SessionFiles
 
     def full_disk(self, rel, data):  # noqa: ANN001
         raise OSError(28, "No space left on device")

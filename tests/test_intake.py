@@ -19,19 +19,21 @@ from pipeline_helpers import POWER8_RUN, capture_prompts, replay_cli_args, repla
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.intake import (
-    AGENT,
-    CLARIFICATIONS_HEADING,
-    MAX_QUESTIONS,
-    IntakeAnswer,
-    IntakeQuestion,
+from haytham.idea.intake import (
     clarifications,
     parse_answers_text,
     split_clarifications,
     with_clarifications,
 )
-from haytham.pipeline.state import RunStatus
+from haytham.schemas.intake import (
+    AGENT,
+    CLARIFICATIONS_HEADING,
+    MAX_QUESTIONS,
+    IntakeAnswer,
+    IntakeQuestion,
+)
 from haytham.stages import ANCHOR_AGENT, STAGES
+from haytham.state import RunStatus
 
 ON = {"HAYTHAM_INTAKE": "on"}
 OFF_TOPIC = "What is a good recipe for banana bread with walnuts, and how long should it bake?"

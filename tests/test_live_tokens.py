@@ -9,7 +9,7 @@ from test_models_accounting import FaultyModel, run_agent
 
 from haytham.app import make_service
 from haytham.models.accounting import PROGRESS_STEP, TAIL_CHARS, AccountedModel, ModelCall
-from haytham.progress import LiveCalls
+from haytham.runs.progress import LiveCalls
 
 
 def test_output_tokens_are_reported_while_the_call_streams() -> None:

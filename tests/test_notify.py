@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pipeline_helpers import POWER8_IDEA, cassette_with, replay_settings
 
-from haytham.access import person
 from haytham.app import make_service
 from haytham.errors import HaythamError
+from haytham.people.access import person
 
 aiosmtpd = pytest.importorskip("aiosmtpd.controller")
 
@@ -142,7 +142,7 @@ def test_a_failed_run_is_told_and_dead_channels_never_block_it(tmp_path, channel
     dead = _service(tmp_path / "dead", "smtp://127.0.0.1:9", "http://127.0.0.1:9/hook")
     other = dead.create_session(POWER8_IDEA)
     started = time.monotonic()
-    with caplog.at_level("INFO", logger="haytham.notify"):
+    with caplog.at_level("INFO", logger="haytham.people.notify"):
         assert dead.run(other).gate == 1
         assert time.monotonic() - started < 30
         _wait(lambda: "after 4 tries" in caplog.text)

@@ -4,7 +4,7 @@ Python repr (``None``, ``['…']``, ``{'…': …}``), no class name (CamelCase 
 Model or Error), no internal file name (gates.json, state.db…) and no internal key.
 
 Pages through AppTest (every element's text, labels, options and table cells); exports through
-:func:`haytham.export.export` (Markdown, CSV) and the PDFs through Poppler's ``pdftotext``.
+:func:`haytham.reports.export.export` (Markdown, CSV) and the PDFs through Poppler's ``pdftotext``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from test_ui_support import app, ui_env
 
 from haytham.app import make_service
 from haytham.errors import HaythamError
-from haytham.export import export
+from haytham.reports.export import export
 
 PAGES = ["run", "gate_1", "verdict", "gate_2", "gate_3", "gate_4", "stories", "fidelity"]
 GLOBAL_PAGES = ["sessions", "new_idea", "providers"]

@@ -22,7 +22,7 @@ import haytham.pipeline.runner as runner
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import SessionLocked
-from haytham.store import SessionFiles
+from haytham.storage.folder import SessionFiles
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "concurrency.py"
 

@@ -25,7 +25,7 @@ import haytham.pipeline.runner as runner
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.stages import STAGES
-from haytham.store import SessionFiles
+from haytham.storage.folder import SessionFiles
 
 SID = "crash"
 AMBIGUOUS = ("interaction_model", "session_medium")

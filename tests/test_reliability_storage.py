@@ -24,7 +24,7 @@ from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_settings
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import StorageError
-from haytham.store import SessionFiles, atomic_write
+from haytham.storage.folder import SessionFiles, atomic_write
 
 
 def _opts(sessions: Path) -> list[str]:

@@ -18,8 +18,8 @@ from pipeline_helpers import POWER8_IDEA, replay_settings
 from test_revise import REQUEST, _change_cassette
 
 from haytham.app import make_service
-from haytham.pdf_columns import PADDING_PT, fit_widths
-from haytham.report import idea_title, report
+from haytham.reports.pdf import idea_title, report
+from haytham.reports.pdf_columns import PADDING_PT, fit_widths
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("pdftotext"), reason="Debian's poppler-utils (pdftotext) is not installed"

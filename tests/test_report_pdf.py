@@ -16,7 +16,7 @@ from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.report import report
+from haytham.reports.pdf import report
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("pdftotext") and shutil.which("pdftoppm")),

@@ -15,9 +15,9 @@ from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_cli_args
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import GateError, InputError
-from haytham.export import export
 from haytham.pipeline.staleness import stale_checks
-from haytham.report import report
+from haytham.reports.export import export
+from haytham.reports.pdf import report
 
 REQUEST = "Send reminders by SMS instead of email."
 

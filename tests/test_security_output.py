@@ -31,8 +31,8 @@ from pipeline_helpers import (
 )
 
 from haytham.cli import main
-from haytham.render import render_value
-from haytham.sanitize import FORMULA_LEADS, spreadsheet_cell, terminal_safe
+from haytham.safety.sanitize import FORMULA_LEADS, spreadsheet_cell, terminal_safe
+from haytham.stages.render import render_value
 
 # -- payloads -----------------------------------------------------------------------------------
 
@@ -502,7 +502,7 @@ def test_d6_export_destination_errors_are_one_sentence_with_nothing_written(
         def fail(*_a, **_k):
             raise OSError(code, os.strerror(code))
 
-        hook = "haytham.export.os.fsync" if where == "full-disk" else "tempfile.mkstemp"
+        hook = "haytham.reports.export.os.fsync" if where == "full-disk" else "tempfile.mkstemp"
         monkeypatch.setattr(hook, fail)
     capsys.readouterr()
     code = main(["export", "poison", "--format", "csv", "--output", target, *args])

@@ -30,9 +30,9 @@ from haytham.cli import main
 from haytham.config import Settings
 from haytham.errors import ProviderError
 from haytham.models.accounting import AccountedModel
-from haytham.redact import redact, redact_json, remember_settings
+from haytham.safety.redact import redact, redact_json, remember_settings
 from haytham.stages import Phase
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 from haytham.verify.verdict import inconclusive
 
 SECRET_VARS = (

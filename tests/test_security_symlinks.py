@@ -14,7 +14,7 @@ from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 
 SID = "linked"
 OUTPUT = "stages/01-idea-analysis/output.json"

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_helpers import POWER8_IDEA, replay_cli_args, replay_settings
 
-from haytham import bounded_json as bj
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import InputError
-from haytham.pipeline.state import SessionState, state_from_row
-from haytham.transfer import MAX_DEPTH, MAX_FILES, read_bundle
+from haytham.runs.transfer import MAX_DEPTH, MAX_FILES, read_bundle
+from haytham.safety import bounded_json as bj
+from haytham.state import SessionState, state_from_row
 
 MODULE = "haytham_untrusted_marker"
 
@@ -121,7 +121,7 @@ def test_the_gate_history_refuses_a_row_naming_a_module(done, tmp_path, marker) 
 def test_burrs_loader_reads_the_session_through_its_types_only(done, tmp_path, marker) -> None:
     from haytham.errors import SessionCorrupt
     from haytham.pipeline.persist import TypedPersister
-    from haytham.storage import PARTITION
+    from haytham.storage.protocol import PARTITION
 
     root, sid = _copy(done, tmp_path)
     with make_service(replay_settings(root)) as svc:

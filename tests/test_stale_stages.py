@@ -13,8 +13,8 @@ from haytham.app import make_service
 from haytham.errors import GateError, InputError
 from haytham.pipeline.gates import stale_stages
 from haytham.pipeline.staleness import stale_checks
-from haytham.pipeline.state import StageMeta
 from haytham.schemas.gate import STALE_CHECKS
+from haytham.state import StageMeta
 
 WHY_AFTER_ANCHOR = ["market-context", "risk-assessment", "validation-summary"]
 EDIT = {"kind": "edit", "invariant": "orchestrator_role", "value": "a co-host runs them"}
@@ -208,7 +208,7 @@ def _first_page(pdf: bytes, tmp_path) -> str:
 def test_a_finished_session_with_stale_checks_says_so_first_and_a_re_check_clears_it(
     tmp_path,
 ) -> None:
-    from haytham.export import export
+    from haytham.reports.export import export
 
     with make_service(replay_settings(tmp_path)) as svc:
         sid = _at_gate_1(svc)

@@ -12,8 +12,8 @@ from pipeline_helpers import POWER8_IDEA, replay_settings
 from haytham.app import make_service
 from haytham.pipeline import actions
 from haytham.pipeline.graph import pipeline_graph
-from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.stages import Phase
+from haytham.state import RunStatus, SessionState, gate_of
 
 
 def _declared(fn) -> tuple[set[str], set[str]]:

@@ -138,7 +138,7 @@ def test_a_dead_holders_lock_is_released_by_the_server(db, tmp_path) -> None:
         "import sys, time\n"
         "sys.path.insert(0, 'tests')\n"
         "from team_helpers import team_settings\n"
-        "from haytham.storage import open_store\n"
+        "from haytham.storage.backends import open_store\n"
         "from pathlib import Path\n"
         f"store = open_store(team_settings({db!r}, Path({str(tmp_path)!r})))\n"
         "with store.open('held').lock():\n"
@@ -298,7 +298,7 @@ def test_provider_slots_bound_the_calls_in_flight_across_processes(db, tmp_path)
     import asyncio
 
     from haytham.models.limits import SharedCallSlots
-    from haytham.pgstore import Database
+    from haytham.storage.postgres import Database
 
     slots = [SharedCallSlots(2, Database(db)) for _ in range(3)]  # three "workers"
     inside, peak, guard = [0], [0], threading.Lock()
@@ -550,7 +550,7 @@ def test_a_reviewer_on_the_other_instance_decides_gate_1_and_a_worker_runs_on(db
 def test_more_threads_than_pooled_connections_wait_their_turn_on_kept_connections(
     db, tmp_path
 ) -> None:
-    from haytham.pgstore import POOL_MAX, Database
+    from haytham.storage.postgres import POOL_MAX, Database
 
     shared = Database(db)
     errors: list[Exception] = []
@@ -632,7 +632,7 @@ def _cli_without(package: str, url: str, tmp_path, monkeypatch, capsys, *command
     from haytham.cli import main
 
     monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
-    for loaded in ("haytham.pgstore", "haytham.queue"):
+    for loaded in ("haytham.storage.postgres", "haytham.runs.queue"):
         monkeypatch.delitem(sys.modules, loaded, raising=False)
     for key, value in team_env(url, tmp_path).items():
         if key.startswith("HAYTHAM_"):
@@ -720,7 +720,7 @@ def test_a_database_restart_during_four_runs_loses_none_and_repeats_no_stage(db,
 
 def test_a_paused_worker_whose_registration_was_pruned_goes_on(db, tmp_path) -> None:
     from haytham.app import make_runs
-    from haytham.queue import STALLED_AFTER_S, count_live_workers
+    from haytham.runs.queue import STALLED_AFTER_S, count_live_workers
 
     svc = _service(db, tmp_path)
     runs = make_runs(svc)
@@ -802,8 +802,8 @@ def test_estimates_and_the_session_list_come_from_one_query_and_agree_with_the_e
     db, tmp_path
 ) -> None:
     from haytham.app import make_runs
-    from haytham.progress import stage_estimates
-    from haytham.status import session_status
+    from haytham.runs.progress import stage_estimates
+    from haytham.runs.status import session_status
 
     svc = _service(db, tmp_path)
     runs = make_runs(svc)
@@ -865,7 +865,7 @@ def test_a_call_waiting_for_a_provider_slot_says_so_on_the_run_page(db, tmp_path
 
     from haytham.app import make_runs
     from haytham.models.limits import SLOT_WAIT_EVENT, SharedCallSlots
-    from haytham.pgstore import Database
+    from haytham.storage.postgres import Database
 
     svc = _service(db, tmp_path, HAYTHAM_PROVIDER_CONCURRENCY="1", HAYTHAM_REPLAY_LATENCY="0.5")
     runs = make_runs(svc)

@@ -15,8 +15,8 @@ import pytest
 from browser_helpers import IDEA
 from team_helpers import Workers, database, team_env, team_settings
 
-from haytham.access import person
 from haytham.errors import AccessDenied, SessionNotFound
+from haytham.people.access import person
 
 pytestmark = pytest.mark.team
 TOKEN = "ada-cli-token-1"

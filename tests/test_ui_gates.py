@@ -22,8 +22,8 @@ from test_ui_support import (
     use_replay,
 )
 
-from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor
+from haytham.state import SessionState
 
 
 @pytest.fixture

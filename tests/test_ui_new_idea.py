@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_ui_support import POWER8_IDEA, app, at_gate, poll, shows, texts, ui_env, use_replay
 
-from haytham.idea import MAX_CHARS
+from haytham.idea.checks import MAX_CHARS
 from haytham.models.providers import LOCAL_MODEL_CAVEAT
 
 RAW_TAG = re.compile(r"(?<!\\)<(script|img|b>)")

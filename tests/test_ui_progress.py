@@ -24,10 +24,10 @@ from test_ui_support import (
     use_replay,
 )
 
-from haytham.progress import Estimate, stage_estimates
-from haytham.service import Outcome
+from haytham.runs.progress import Estimate, stage_estimates
+from haytham.runs.service import Outcome
 from haytham.stages import ANCHOR_AGENT, STAGES
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 
 FIRST = STAGES[0]
 WHEN_CASSETTE = POWER8.parent / "evals" / "baseline" / "pipeline.jsonl"  # when: ["McTaggart"]
@@ -129,7 +129,7 @@ def test_a_slow_first_stage_shows_elapsed_against_its_estimate(sessions: Path) -
 def test_without_past_runs_there_is_no_estimate_yet(sessions: Path) -> None:
     from components.progress import progress_bar
 
-    from haytham.worker import StageProgress
+    from haytham.runs.worker import StageProgress
 
     running = StageProgress(FIRST.slug, started_at=0.0)
     fraction, text = progress_bar({"stages": {FIRST.slug: {"status": "running"}}}, running, {})

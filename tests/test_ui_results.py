@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from test_ui_support import app, service, session_at, shows, use_replay
 
-from haytham.export import FORMATS
-from haytham.pipeline.state import SessionState
+from haytham.reports.export import FORMATS
 from haytham.schemas.envelope import AnchorComplianceReport, StageOutput
+from haytham.state import SessionState
 
 
 @pytest.fixture

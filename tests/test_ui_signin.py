@@ -10,9 +10,9 @@ import pytest
 from team_helpers import database
 from test_ui_support import app, shows, use_replay
 
-from haytham.access import person
 from haytham.app import make_service
 from haytham.config import load_settings
+from haytham.people.access import person
 
 pytestmark = pytest.mark.team
 

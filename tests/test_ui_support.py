@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from haytham.app import make_service
 from haytham.config import load_settings
-from haytham.service import Haytham
+from haytham.runs.service import Haytham
 
 ROOT = Path(__file__).resolve().parent.parent
 FRONTEND = ROOT / "frontend_streamlit"

@@ -19,8 +19,8 @@ from test_ui_support import (
 )
 
 from haytham.errors import SessionLocked
-from haytham.service import Outcome
-from haytham.worker import RunWorker
+from haytham.runs.service import Outcome
+from haytham.runs.worker import RunWorker
 
 
 @pytest.fixture

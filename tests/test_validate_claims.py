@@ -11,11 +11,11 @@ from pathlib import Path
 from pipeline_helpers import POWER8, POWER8_IDEA, cassette_with, replay_settings
 
 from haytham.app import make_service
-from haytham.export import export
-from haytham.pipeline.state import SessionState
-from haytham.revise import proposal_model, propose
+from haytham.changes.request import proposal_model, propose
+from haytham.reports.export import export
 from haytham.schemas.envelope import Claim
 from haytham.stages import BY_SLUG
+from haytham.state import SessionState
 from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
 from haytham.validate.calibration import load_case
 from haytham.validate.claims import downgrade_unsourced, founder_support

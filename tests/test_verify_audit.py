@@ -13,10 +13,10 @@ from pipeline_helpers import POWER8, POWER8_IDEA, capture_prompts, replay_settin
 from test_ui_support import app, cassette_entries, session_at, shows, texts, use_replay
 from verify_helpers import write_lines
 
-from haytham.pipeline.state import SessionState
+from haytham.runs.service import Haytham
 from haytham.schemas.verification import PhaseVerification
-from haytham.service import Haytham
 from haytham.stages import Phase
+from haytham.state import SessionState
 from haytham.verify.audit import apply_audit, carrier_table, render_table, rows_from_handoff
 from haytham.verify.factory import make_verifier
 from haytham.verify.verdict import finalize, verification_context

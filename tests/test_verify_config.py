@@ -12,7 +12,7 @@ from haytham.config import Settings, load_settings
 from haytham.errors import ConfigError
 from haytham.models.factory import ModelRuntime
 from haytham.stages import STAGES, Phase
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 from haytham.verify.config import SwarmLimits, VerifyConfig
 from haytham.verify.factory import make_verifier
 

@@ -12,12 +12,13 @@ import pytest
 from pipeline_helpers import replay_settings
 from verify_helpers import write_lines
 
+from haytham.agents.caller import REPAIR_TURNS
+from haytham.agents.context import Context
 from haytham.errors import ContractViolation
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline.context import Context
-from haytham.pipeline.runner import REPAIR_TURNS, StageRunner
+from haytham.pipeline.runner import StageRunner
 from haytham.schemas.base import TolerantModel, parse_contract
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 
 
 class Verdict(TolerantModel):

@@ -16,10 +16,10 @@ from verify_helpers import (
     service,
 )
 
-from haytham.blockers import target_name
+from haytham.agents.context import FEEDBACK_HEADING
 from haytham.cli import main
 from haytham.errors import GateError
-from haytham.pipeline.context import FEEDBACK_HEADING
+from haytham.reports.blockers import target_name
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from haytham.errors import ProviderError
 from haytham.models.factory import ModelRuntime
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.staleness import output_digest, stale_checks
-from haytham.pipeline.state import SessionState
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG
-from haytham.store import SessionStore
+from haytham.state import SessionState
+from haytham.storage.folder import SessionStore
 from haytham.verify.receiving import (
     MAX_VALIDATION_RETRIES,
     WARNINGS_KEY,

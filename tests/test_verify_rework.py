@@ -7,9 +7,9 @@ import json
 from pipeline_helpers import POWER8
 
 from haytham.pipeline.actions import verify_phase
-from haytham.pipeline.state import ReworkTracker, SessionState
 from haytham.schemas.verification import InvariantViolation, PhaseVerification
 from haytham.stages import Phase
+from haytham.state import ReworkTracker, SessionState
 from haytham.verify.rework import decide, issues_of
 from haytham.verify.verdict import finalize, stage_slug
 

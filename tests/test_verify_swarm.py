@@ -11,7 +11,7 @@ from verify_helpers import CLEAN, PINGPONG, calls_by_agent, events, service, wri
 from haytham.errors import GateError
 from haytham.models.factory import ModelRuntime
 from haytham.stages import Phase
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
 from haytham.verify.config import SwarmLimits, VerifyConfig
 from haytham.verify.swarm import _Calls, build_swarm, failure_reason
 

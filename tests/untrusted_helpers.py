@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from haytham.pipeline.projection import Projector
-from haytham.pipeline.state import SessionState
-from haytham.session_state import load_state_seq, save_state
-from haytham.storage import Session
+from haytham.runs.session_state import load_state_seq, save_state
+from haytham.state import SessionState
+from haytham.storage.protocol import Session
 
 EVIL = "evil.example"
 PAYLOAD = (

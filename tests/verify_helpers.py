@@ -9,7 +9,7 @@ from typing import Any
 
 from pipeline_helpers import POWER8, capture_prompts, cassette_with, replay_settings
 
-from haytham.service import Haytham
+from haytham.runs.service import Haytham
 from haytham.verify.factory import make_verifier
 
 VERIFY = POWER8 / "verify"

@@ -14,9 +14,9 @@ import streamlit as st
 from components.context import Backend, flash, show_error
 from components.safe_text import md, name
 
-from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.stages import ANCHOR_SOURCE
+from haytham.state import SessionState
 
 
 def _command(b: Backend, sid: str, command: dict[str, Any], done: str) -> None:

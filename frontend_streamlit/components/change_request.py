@@ -22,11 +22,11 @@ from components.context import Backend, attempt, flash, go, link, show_error
 from components.history import FIELD_NAMES, render_impact, when
 from components.safe_text import code, label, md
 
-from haytham.impact import impact_lines
-from haytham.pipeline.state import SessionState
-from haytham.revise import Proposal
+from haytham.changes.impact import impact_lines
+from haytham.changes.request import Proposal
 from haytham.schemas.revision import Change, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, Phase, phase_stages
+from haytham.state import SessionState
 
 PENDING = "change_proposal"  # st.session_state: {"sid", "proposal", "digest"}
 LONG = 400  # characters of an item shown before it is cut

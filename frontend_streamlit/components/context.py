@@ -28,8 +28,8 @@ from components.signin import current_actor, show_identity
 
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, SessionNotFound
-from haytham.service import Haytham
-from haytham.worker import RunWorker, describe_error
+from haytham.runs.service import Haytham
+from haytham.runs.worker import RunWorker, describe_error
 
 SESSION_PARAM = "session"
 SESSION_KEY = "selected_session"
@@ -141,7 +141,7 @@ def _backend_for(chosen: Settings | None) -> Backend:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")
         st.stop()
     cached = _backend(_cache_key(current), current)
-    try:  # every call of this browser session is checked for who signed in (haytham/access.py)
+    try:  # every call of this browser session is checked for who signed in (haytham/people/access.py)
         actor = current_actor(current, cached.service.policy.current().groups_claim)
     except HaythamError as exc:
         st.error(f"Haytham is not configured correctly: {md(no_paths(str(exc)))}")

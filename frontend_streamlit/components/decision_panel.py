@@ -22,9 +22,9 @@ from components.context import Backend, flash, go, show_error
 from components.safe_text import label, md, name, no_paths
 
 from haytham.pipeline.gates import AMBIGUITY, gate_items, phase_for_gate
-from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import Invariant
 from haytham.stages import Phase, get_stage, phase_stages
+from haytham.state import SessionState
 
 State = Literal["open", "resolved", "overridden"]
 STATE_BADGE = {

@@ -7,8 +7,8 @@ from typing import Any
 import pandas as pd
 
 from haytham.pipeline.staleness import stale_checks
-from haytham.pipeline.state import SessionState
 from haytham.stages import STAGES, phase_stages
+from haytham.state import SessionState
 
 MARKS = {
     "honored": "✓ honored",

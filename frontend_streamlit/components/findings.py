@@ -14,9 +14,9 @@ import streamlit as st
 from components.safe_text import badge_label, md, no_paths
 
 from haytham.pipeline.staleness import StaleCheck, stale_checks
-from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, get_stage, phase_stages
+from haytham.state import SessionState
 from haytham.validate.model import Finding
 
 STATUS = {

@@ -40,7 +40,6 @@ from components.safe_text import code, md, safe_markdown
 from components.stale_banner import stale_banner
 
 from haytham.pipeline.staleness import describe, stale_checks
-from haytham.pipeline.state import SessionState, payload_of
 from haytham.schemas.gate import GateRecord
 from haytham.stages import (
     STORY_STAGE,
@@ -57,6 +56,7 @@ from haytham.stages import (
     risk_assessment,
     system_traits,
 )
+from haytham.state import SessionState, payload_of
 
 GATE_STATUS = {
     "pending": "not reached yet",

@@ -15,7 +15,7 @@ from components.decision_panel import describe
 from components.decision_record import render_decision_record
 from components.safe_text import code, label, md, no_paths
 
-from haytham.history import Entry, FieldDiff, GateHistory, StageDiff
+from haytham.reports.history import Entry, FieldDiff, GateHistory, StageDiff
 
 ICONS = {
     "opened": ":material/flag:",

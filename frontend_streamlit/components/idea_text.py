@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from components.safe_text import md
 
-from haytham.intake import split_clarifications
+from haytham.idea.intake import split_clarifications
 
 
 def show_idea(idea: str) -> None:

@@ -11,11 +11,11 @@ import pandas as pd
 import streamlit as st
 from components.safe_text import no_paths
 
-from haytham.intake import AGENT as INTAKE_AGENT
-from haytham.pipeline.state import RunStatus
-from haytham.progress import Estimate
+from haytham.runs.progress import Estimate
+from haytham.runs.worker import Job, StageProgress
+from haytham.schemas.intake import AGENT as INTAKE_AGENT
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES
-from haytham.worker import Job, StageProgress
+from haytham.state import RunStatus
 
 STAGE_COUNT = f"{len(STAGES)} stages + the concept anchor"
 """How every page counts the pipeline's steps (the anchor is extracted between two stages)."""

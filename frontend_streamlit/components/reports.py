@@ -7,10 +7,10 @@ import streamlit as st
 from components.context import attempt, backend
 from components.safe_text import md
 
-from haytham.audit import NOT_DECISIONS
-from haytham.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
-from haytham.pipeline.state import SessionState, payload_of
+from haytham.people.audit import NOT_DECISIONS
+from haytham.reports.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
 from haytham.stages import STORY_STAGE, VERDICT_STAGE, market_context
+from haytham.state import SessionState, payload_of
 
 REPORTS = {
     "validation-pdf": ("Validation report (PDF)", VERDICT_STAGE),
@@ -27,7 +27,7 @@ def pdf_download(sid: str, state: SessionState, fmt: str) -> None:
     """A download button for one report; disabled, with why, until its stage has run."""
     title, needs = REPORTS[fmt]
     ready = needs.slug in state.outputs
-    record = [  # who decided, as the CLI's export lists it (haytham/audit.py)
+    record = [  # who decided, as the CLI's export lists it (haytham/people/audit.py)
         d.sentence
         for d in (attempt(lambda: backend().service.decisions(sid)) or [])
         if d.action not in NOT_DECISIONS

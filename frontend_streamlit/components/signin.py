@@ -9,7 +9,7 @@
   ``Remote-User`` header, else one typed in the sidebar, else a guest name of its own).
 - **Team mode with neither**: the app refuses to work, in one sentence.
 
-The service checks every call (:mod:`haytham.access`); pages only reflect what it allows.
+The service checks every call (:mod:`haytham.people.access`); pages only reflect what it allows.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import secrets
 
 import streamlit as st
 
-from haytham.access import Actor, local_actor, person
 from haytham.config import Settings
+from haytham.people.access import Actor, local_actor, person
 
 NAME_KEY = "trusted_user_name"  # this browser session's name on a trusted network
 GUEST_KEY = "trusted_guest_name"

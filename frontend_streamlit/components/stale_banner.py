@@ -17,8 +17,8 @@ from components.context import Backend, attempt, flash, go
 from components.safe_text import md
 
 from haytham.pipeline.gates import phase_for_gate
-from haytham.pipeline.state import SessionState
 from haytham.stages import ANCHOR_SOURCE, get_stage, phase_stages
+from haytham.state import SessionState
 
 KEY = "rerun_stale_banner"
 

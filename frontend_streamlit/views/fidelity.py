@@ -10,7 +10,7 @@ from components.notice import model_quality_notice
 from components.progress import duration, stage_rows
 from components.stale_banner import stale_banner
 
-from haytham.pipeline.state import SessionState
+from haytham.state import SessionState
 
 COST_COLUMNS = {
     "model_calls": "model calls",

@@ -11,7 +11,7 @@ from components.intake_form import intake_panel, pending_intake, stops_at_intake
 from components.progress import STAGE_COUNT
 from components.safe_text import code
 
-from haytham.idea import MAX_CHARS, MIN_WORDS, count_words
+from haytham.idea.checks import MAX_CHARS, MIN_WORDS, count_words
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider
 from haytham.stages.mvp_scope import APPETITES
 

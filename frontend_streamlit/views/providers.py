@@ -22,7 +22,7 @@ from haytham.config import DEFAULT_MODEL_IDS, PROVIDERS, TIERS, Settings
 from haytham.errors import HaythamError, InputError
 from haytham.models.connection import check_connection
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
-from haytham.redact import redact, remember_settings
+from haytham.safety.redact import redact, remember_settings
 
 PROVIDER_KEY = "provider_name"
 MAX_MODEL_ID = 200

@@ -24,8 +24,8 @@ from components.safe_text import code, md, no_paths
 from components.stale_banner import stale_banner
 
 from haytham.models.local import READING
+from haytham.runs.worker import Job, replay_miss_text
 from haytham.stages import ANCHOR_AGENT, BY_SLUG
-from haytham.worker import Job, replay_miss_text
 
 REFRESH_S = 1.0
 STREAM_CHARS = 240  # the tail of the streamed text shown while a stage writes

@@ -22,8 +22,8 @@ from components.context import (
 from components.progress import pretty_status
 from components.safe_text import code, no_paths
 
-from haytham.pipeline.state import RunStatus
 from haytham.stages import STAGES
+from haytham.state import RunStatus
 
 _STATUSES = {s.value for s in RunStatus}
 PICK = "sessions_pick"

@@ -10,9 +10,9 @@ from components.reports import pdf_download, recorded
 from components.safe_text import code, label, md
 from components.stale_banner import stale_banner
 
-from haytham.export import competitor_rows, export, stories
-from haytham.pipeline.state import SessionState, payload_of
+from haytham.reports.export import competitor_rows, export, stories
 from haytham.stages import STORY_STAGE, StageSpec, architecture_decisions, capability_model
+from haytham.state import SessionState, payload_of
 
 DOWNLOADS = (
     ("Markdown", "markdown", "md", "text/markdown"),

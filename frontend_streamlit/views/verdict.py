@@ -16,8 +16,8 @@ from components.reports import competitor_map, pdf_download
 from components.safe_text import badge_label, md
 from components.stale_banner import stale_banner
 
-from haytham.pipeline.state import SessionState, gate_of, payload_of
 from haytham.stages import VERDICT_STAGE
+from haytham.state import SessionState, gate_of, payload_of
 
 GATE = VERDICT_STAGE.phase.gate  # the gate a NO-GO blocks
 STYLE = {

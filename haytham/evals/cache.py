@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from haytham.store import atomic_write
+from haytham.storage.folder import atomic_write
 
 
 def prompt_hash(payload: dict[str, Any]) -> str:

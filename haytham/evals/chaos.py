@@ -25,13 +25,13 @@ from burr.core import State
 from pydantic import BaseModel, ConfigDict
 
 from haytham.errors import InputError
-from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES, market_context
-from haytham.storage import PARTITION
-from haytham.store import SessionFiles
-from haytham.store import sqlite_persister as persister
+from haytham.state import SessionState
+from haytham.storage.folder import SessionFiles
+from haytham.storage.folder import sqlite_persister as persister
+from haytham.storage.protocol import PARTITION
 
 ANCHOR = ANCHOR_AGENT
 Kind = Literal["competitor", "statistic", "invariant"]

@@ -25,9 +25,9 @@ from haytham.config import TIERS, Settings
 from haytham.errors import HaythamError
 from haytham.evals.budget import Meter
 from haytham.evals.chaos import ChaosResult, ChaosSpec, inject, measure, rewrite_state
-from haytham.pipeline.state import RunStatus
-from haytham.service import Haytham
+from haytham.runs.service import Haytham
 from haytham.stages.base import PROMPTS_DIR
+from haytham.state import RunStatus
 
 PHASE_STOPS: tuple[int | None, ...] = (2, 3, 4, None)  # run to Gate 2, 3, 4, then the end
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.stages import idea_analysis, mvp_scope, story_generation
-from haytham.store import atomic_write
+from haytham.storage.folder import atomic_write
 
 SCHEMA = "haytham-eval-report/1"
 REPORT, SUMMARY = "report.json", "summary.md"

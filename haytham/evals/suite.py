@@ -49,7 +49,7 @@ from haytham.evals.report import (
 )
 from haytham.evals.rubrics import load_rubrics
 from haytham.models.factory import ModelRuntime
-from haytham.service import Haytham
+from haytham.runs.service import Haytham
 
 
 @dataclass(frozen=True)

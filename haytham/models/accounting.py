@@ -34,7 +34,7 @@ from haytham.models.providers import (
     surfacing,
     unreachable_reason,
 )
-from haytham.redact import carries_secret, redact, scrubbed
+from haytham.safety.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any
 from haytham.config import Settings
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.factory import ModelRuntime, build_model
-from haytham.redact import redact, remember_settings
+from haytham.safety.redact import redact, remember_settings
 
 AGENT = "connection-check"
 """The agent name of the check's call (a replay cassette answers it under this name, turn 1)."""

@@ -35,7 +35,7 @@ from haytham.models.local import LocalModel
 from haytham.models.providers import boto_session, check_provider
 from haytham.models.recording import RecordingModel
 from haytham.models.replay import Cassette, ReplayModel
-from haytham.storage import team_packages_missing
+from haytham.storage.backends import team_packages_missing
 
 __all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
 
@@ -70,7 +70,7 @@ def call_slots(settings: Settings) -> Slots:
     url = settings.secret("database_url")
     if url:
         try:
-            from haytham.pgstore import Database  # psycopg only where a database is used
+            from haytham.storage.postgres import Database  # psycopg only where a database is used
         except ImportError as exc:
             raise team_packages_missing(exc) from None
         return SharedCallSlots(settings.provider_concurrency, Database(url))

@@ -76,7 +76,7 @@ def slot_key(provider: str, slot: int) -> int:
 
 class SharedCallSlots:
     """At most ``size`` calls per provider across every process on the shared database
-    (``db``: a :class:`haytham.pgstore.Database`)."""
+    (``db``: a :class:`haytham.storage.postgres.Database`)."""
 
     def __init__(self, size: int, db: Any) -> None:
         self.size = size

@@ -28,7 +28,7 @@ from strands.types.exceptions import ContextWindowOverflowException, ModelThrott
 
 from haytham.models.accounting import TAIL_CHARS
 from haytham.models.schema_adapter import plain_messages, safe_schema, structured_tool
-from haytham.redact import redact
+from haytham.safety.redact import redact
 
 T = TypeVar("T", bound=BaseModel)
 

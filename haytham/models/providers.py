@@ -26,7 +26,7 @@ from strands.types.exceptions import EventLoopException, ModelThrottledException
 
 from haytham.config import PROVIDERS, Settings
 from haytham.errors import CassetteMiss, ConfigError, HaythamError, ProviderError
-from haytham.redact import redact, remember_settings
+from haytham.safety.redact import redact, remember_settings
 
 LOCAL_INSTALL = "pip install 'haytham[local]'"
 

@@ -30,7 +30,7 @@ from strands.types.content import Messages
 
 from haytham.errors import CassetteMiss, ConfigError
 from haytham.models.accounting import estimate_tokens, messages_text
-from haytham.store import read_capped
+from haytham.storage.folder import read_capped
 
 T = TypeVar("T", bound=BaseModel)
 

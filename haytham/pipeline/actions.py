@@ -12,21 +12,16 @@ from typing import Any
 
 from burr.core import action
 
-from haytham.intake import AGENT as INTAKE_ACTION
-from haytham.intake import (
-    IntakeRecord,
-    clarifications,
-    classify,
-    clean_answers,
-    with_clarifications,
-)
+from haytham.idea.intake import clarifications, classify, clean_answers, with_clarifications
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.staleness import checked_now, earlier_inputs, stage_fingerprint, stamped
-from haytham.pipeline.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
+from haytham.schemas.intake import AGENT as INTAKE_ACTION
+from haytham.schemas.intake import IntakeRecord
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
-from haytham.storage import now
+from haytham.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
+from haytham.storage.protocol import now
 from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
 from haytham.verify.rework import ReworkDecision, decide
 
@@ -48,7 +43,7 @@ def start(state: SessionState) -> SessionState:
 def intake(
     state: SessionState, runner: StageRunner | None, answers: list[str] | None = None
 ) -> SessionState:
-    """Classify the founder's text once (see :mod:`haytham.intake`); wait for answers to the
+    """Classify the founder's text once (see :mod:`haytham.idea.intake`); wait for answers to the
     questions (``answers`` input: one per question, ``""`` skips one) or end an unrelated text.
     A decided or skipped intake passes straight on to stage 1."""
     record = state.intake
@@ -56,7 +51,7 @@ def intake(
     if record is None and (runner is None or not runner.settings.intake):
         record = IntakeRecord(status="skipped")
     elif record is None:
-        answer = classify(runner, idea)
+        answer = classify(runner.caller, idea)
         status = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
         record = IntakeRecord(status=status[answer.classification], answer=answer)
     elif record.status == "waiting" and answers is not None and record.answer is not None:
@@ -89,7 +84,10 @@ def intake(
     ],
 )
 def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> SessionState:
-    result = runner.run_stage(spec, state)
+    # receiving-stage validation (seed 000) is the stage action's first step: the items this
+    # stage consumes are checked, and their producers revised, before the stage's own call
+    received = runner.receiver.receive(spec, state) if runner.receiver else None
+    result = runner.run_stage(spec, state, received)
     outputs = {**state.outputs, **result.inputs, spec.slug: result.output}
     after = state.model_copy(update={"outputs": outputs})
     at = now()

@@ -18,12 +18,12 @@ from typing import Any, Literal
 from haytham.errors import GateError, InputError
 from haytham.pipeline.staleness import describe, stale_checks
 from haytham.pipeline.staleness import stale_stages as stale_stages
-from haytham.pipeline.state import RunStatus, SessionState, gate_of
 from haytham.schemas.anchor import AUTO, LEAVE_OPEN, ConceptAnchor, reviewer_name
 from haytham.schemas.gate import STALE_CHECKS, AnchorEdit, Clarification, GateRecord, Override
 from haytham.schemas.verification import ReviewArtifact, ReviewIssue
 from haytham.stages import Phase, get_stage, next_action, phase_stages
-from haytham.storage import now
+from haytham.state import RunStatus, SessionState, gate_of
+from haytham.storage.protocol import now
 
 COMMANDS = (
     "approve",

@@ -10,7 +10,7 @@ A verifier may route back to a stage of its phase (automatic rework); a gate rou
 reviewer's command: forward on approve, back to a stage of its phase on rework, to ``end`` on
 reject (or after Gate 4), and to itself for anything else (clarify, override, edit).
 Gates are halt points: the decision comes in as the gate action's ``command`` input. Intake
-(:mod:`haytham.intake`) is one too while it waits for the founder's ``answers``; it ends an
+(:mod:`haytham.idea.intake`) is one too while it waits for the founder's ``answers``; it ends an
 unrelated text at ``end``.
 """
 
@@ -29,9 +29,9 @@ from haytham.pipeline import actions as a
 from haytham.pipeline.persist import TypedPersister
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
-from haytham.pipeline.state import SessionState
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
-from haytham.storage import PARTITION
+from haytham.state import SessionState
+from haytham.storage.protocol import PARTITION
 
 PROJECT = "haytham"
 

@@ -2,7 +2,7 @@
 
 Burr's SQLite and PostgreSQL persisters load a row with ``State.deserialize``, whose generic
 serde imports whatever class path the row names. :class:`TypedPersister` saves through the
-store's own persister and loads through :func:`haytham.pipeline.state.state_from_row`, so a
+store's own persister and loads through :func:`haytham.state.state_from_row`, so a
 received session (an import, a row of the shared database) never chooses code to run.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 from burr.core.persistence import BaseStatePersister, PersistedStateData
 
 from haytham.errors import SessionCorrupt
-from haytham.pipeline.state import state_from_row
-from haytham.storage import Session
+from haytham.state import state_from_row
+from haytham.storage.protocol import Session
 
 
 class TypedPersister(BaseStatePersister):
     """Saves through ``files.persister()``; loads this session's rows through
-    :func:`~haytham.pipeline.state.state_from_row` (an unknown field or type tag is one
+    :func:`~haytham.state.state_from_row` (an unknown field or type tag is one
     sentence, :class:`~haytham.errors.SessionCorrupt`)."""
 
     def __init__(self, files: Session) -> None:

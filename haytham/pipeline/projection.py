@@ -14,12 +14,12 @@ from typing import Any
 
 from burr.lifecycle import PostRunStepHook
 
-from haytham.pipeline.state import SessionState, StageMeta
-from haytham.progress import INPUTS_PREFIX
-from haytham.render import render_stage
+from haytham.schemas.events import INPUTS_PREFIX
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, STAGES, Phase
-from haytham.storage import Session
-from haytham.store import SCHEMA_VERSION
+from haytham.stages.render import render_stage
+from haytham.state import SessionState, StageMeta
+from haytham.storage.folder import SCHEMA_VERSION
+from haytham.storage.protocol import Session
 
 SUMMARY_STAGES = tuple(
     row for s in STAGES for row in ((s.slug, ANCHOR_AGENT) if s is ANCHOR_SOURCE else (s.slug,))
@@ -62,7 +62,7 @@ def _row(status: str) -> dict[str, Any]:
 def _clear_rows(stages: dict[str, dict[str, Any]], slug: str) -> None:
     """``clear-from slug``: the summary of ``slug`` and everything after it reads as if those
     stages never ran (the rows of their verifiers and input checks go too), mirroring
-    :func:`haytham.session_state.cleared_state`."""
+    :func:`haytham.runs.session_state.cleared_state`."""
     cleared = set(SUMMARY_STAGES[SUMMARY_STAGES.index(slug) :])
     spec = next((s for s in STAGES if s.slug == slug), STAGES[0])
     phases = {p for p in Phase if p.gate >= spec.phase.gate}

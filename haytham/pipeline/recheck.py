@@ -16,9 +16,9 @@ from typing import Any
 from haytham.pipeline.actions import Verifier
 from haytham.pipeline.runner import PostValidator
 from haytham.pipeline.staleness import checked_now, stamped
-from haytham.pipeline.state import SessionState, StageMeta
 from haytham.stages import Phase, phase_stages
-from haytham.storage import now
+from haytham.state import SessionState, StageMeta
+from haytham.storage.protocol import now
 from haytham.verify.verdict import off
 
 

@@ -18,26 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import BaseModel
-from strands import Agent
-from strands.agent.conversation_manager import NullConversationManager
-from strands.types.exceptions import MaxTokensReachedException, StructuredOutputException
 
-from haytham.config import Settings
-from haytham.errors import ContractViolation, HaythamError, StageFailed
-from haytham.impact import compute_impact, impact_lines
-from haytham.models.accounting import ModelCall
-from haytham.models.factory import ModelRuntime, build_model, context_window
-from haytham.models.limits import SLOT_WAIT_EVENT
-from haytham.pipeline.context import (
+from haytham.agents.caller import ModelCaller
+from haytham.agents.context import (
     Context,
     build_anchor_context,
     build_pin_context,
     build_stage_context,
 )
-from haytham.pipeline.state import SessionState
-from haytham.redact import carries_secret, redact, scrubbed
+from haytham.changes.impact import compute_impact, impact_lines
+from haytham.config import Settings
+from haytham.errors import ContractViolation, HaythamError, StageFailed
+from haytham.models.factory import ModelRuntime
 from haytham.schemas.anchor import ANCHOR_TOKEN_BUDGET, ConceptAnchor
-from haytham.schemas.base import parse_contract, salvage
+from haytham.schemas.base import salvage
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.pins import (
     PIN_AGENT,
@@ -48,17 +42,15 @@ from haytham.schemas.pins import (
     unpinned,
 )
 from haytham.schemas.verification import ReviewArtifact
-from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, StageSpec, StageView
+from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, StageSpec, StageView
 from haytham.stages.base import PROMPTS_DIR
-from haytham.storage import Session
-from haytham.tools.web_search import make_web_search
+from haytham.state import SessionState
+from haytham.storage.protocol import Session
 from haytham.validate.claims import downgrade_unsourced
 from haytham.validate.grounding import ground_anchor
 from haytham.validate.model import Finding
-from haytham.verify.receiving import InputValidation, input_validation_enabled
+from haytham.verify.receiving import InputValidation, Received, input_validation_enabled
 
-REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
-MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
 MAX_ANCHOR_TIGHTENING = 2
 
 
@@ -139,8 +131,7 @@ class StageRunner:
         ``HAYTHAM_INPUT_VALIDATION`` (on unless ``off``). ``on_progress(row, tokens)`` hears the
         output tokens of a call while it streams, and ``(row, None)`` when it returns."""
         self.settings = settings
-        self.on_progress = on_progress
-        self.on_text = on_text  # the tail of the text a call streams (the Run page shows it)
+        self.caller = ModelCaller(settings, models, files, on_progress=on_progress, on_text=on_text)
         self.models = models
         self.files = files
         self.post_validator = post_validator
@@ -148,38 +139,6 @@ class StageRunner:
             input_validation_enabled(settings) if input_validation is None else input_validation
         )
         self.receiver = InputValidation(files, self.ask) if enabled else None
-
-    # -- model access --------------------------------------------------------------------------
-    def _record_call(self, stage: str) -> Callable[[ModelCall], None]:
-        def sink(call: ModelCall) -> None:
-            self.files.append_event("model_call", stage, **call.model_dump(mode="json"))
-            if self.on_progress is not None:
-                self.on_progress(stage, None)
-
-        return sink
-
-    def _waiting(self, stage: str) -> Callable[[], None]:
-        """The stage's next call waits for a provider slot: an event says so (every app
-        instance shows it on the Run page until the call's own event follows)."""
-        return lambda: self.files.append_event(SLOT_WAIT_EVENT, stage)
-
-    def _streaming(self, row: str) -> Callable[[int], None] | None:
-        if self.on_progress is None:
-            return None
-        report = self.on_progress
-        return lambda tokens: report(row, tokens)
-
-    def _texting(self, row: str) -> Callable[[str], None] | None:
-        if self.on_text is None:
-            return None
-        keep = self.on_text
-        return lambda text: keep(row, text)
-
-    def tools_for(self, spec: StageSpec) -> list[Any]:
-        """The tools the stage may call that this run has (web search needs a search URL)."""
-        if "web_search" in spec.tools and self.settings.search_url:
-            return [make_web_search(self.settings.search_url, self.files, spec.slug)]
-        return []
 
     def ask(
         self,
@@ -191,64 +150,15 @@ class StageRunner:
         *,
         account_as: str | None = None,
     ) -> BaseModel:
-        """One structured answer from a fresh agent named ``stage``, or a typed error.
-
-        Its calls are accounted under ``account_as`` (default: ``stage``). The agent gets
-        ``REPAIR_TURNS`` model calls: a contract violation earns exactly one repair turn.
-        """
-        ctx.check_fits(stage, system, context_window(self.settings))
-        model = build_model(
-            self.settings,
-            tier,
-            stage,
-            on_call=self._record_call(account_as or stage),
-            on_progress=self._streaming(account_as or stage),
-            on_wait=self._waiting(account_as or stage),
-            on_text=self._texting(account_as or stage),
-            runtime=self.models,
-            output_model=model_cls,
-        )
-        tools = self.tools_for(BY_SLUG[stage]) if stage in BY_SLUG else []
-        agent = Agent(
-            model=model,
-            system_prompt=system,
-            callback_handler=None,
-            tools=tools,
-            retry_strategy=None,
-            name=stage,
-            conversation_manager=NullConversationManager(),
-        )  # never trim silently
-        try:
-            result = agent(
-                ctx.text(),
-                structured_output_model=model_cls,
-                limits={"turns": REPAIR_TURNS + (MAX_SEARCHES if tools else 0)},
-            )
-        except StructuredOutputException:
-            raise _violation_from(agent, model_cls, stage) from None
-        except MaxTokensReachedException:
-            raise StageFailed(
-                stage,
-                "the model's answer was cut off at its output token limit; "
-                "try again, or use a model with a larger output limit",
-            ) from None
-        except HaythamError:
-            raise
-        except Exception as exc:  # strands wraps provider errors; surface ours if present
-            inner = _find_cause(exc)
-            if inner is not None:
-                raise scrubbed(inner) from None
-            # provider text may echo request headers: redacted, and never chained with them
-            raise StageFailed(
-                stage, f"the model call failed ({type(exc).__name__}: {redact(str(exc))})"
-            ) from (None if carries_secret(exc) else exc)
-        if result.structured_output is None:
-            raise _violation_from(agent, model_cls, stage)
-        return result.structured_output
+        """One structured answer (see :meth:`ModelCaller.ask`)."""
+        return self.caller.ask(stage, tier, system, ctx, model_cls, account_as=account_as)
 
     # -- stages -------------------------------------------------------------------------------
-    def run_stage(self, spec: StageSpec, state: SessionState) -> StageResult:
-        received = self.receiver.receive(spec, state) if self.receiver else None
+    def run_stage(
+        self, spec: StageSpec, state: SessionState, received: Received | None = None
+    ) -> StageResult:
+        """Run ``spec`` on ``state``. ``received`` is what receiving-stage validation (the step
+        before, in :func:`haytham.pipeline.actions.run_stage`) revised of its inputs."""
         if received is not None:
             state = state.model_copy(update={"outputs": received.outputs})
         view = view_of(state)
@@ -269,7 +179,7 @@ class StageRunner:
                     appetite_bound=bound,
                     feedback=render_review(review) if review else None,
                     problems=problems,
-                    tools=[t.tool_name for t in self.tools_for(spec)],
+                    tools=[t.tool_name for t in self.caller.tools_for(spec)],
                     offers_tools=bool(spec.tools),
                     valid_ids=valid_ids(spec, view),
                 )
@@ -455,45 +365,6 @@ class StageRunner:
             founder=[i.id for i in anchor.invariants if i.id in missing and i.needs_pin],
         )
         return anchor
-
-
-def _find_cause(exc: BaseException) -> HaythamError | None:
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 10:
-        if isinstance(current, HaythamError):
-            return current
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return None
-
-
-def _violation_from(agent: Agent, model_cls: type[BaseModel], stage: str) -> ContractViolation:
-    """The typed violation for the last structured answer the model attempted."""
-    last_input: Any = None
-    for message in reversed(agent.messages):
-        for block in message.get("content", []):
-            tool_use = block.get("toolUse") if isinstance(block, dict) else None
-            if tool_use and tool_use.get("name") == model_cls.__name__:
-                last_input = tool_use.get("input")
-                break
-        if last_input is not None:
-            break
-    if last_input is None:
-        return ContractViolation(
-            f"{stage}: the model gave no structured answer, even after one repair request",
-            actual_shape="text",
-            expected_keys=list(model_cls.model_fields),
-            mismatch="missing_required_key",
-        )
-    try:
-        parse_contract(model_cls, last_input, where=stage)
-    except ContractViolation as exc:
-        exc.answer = last_input
-        return exc
-    return ContractViolation(
-        f"{stage}: the structured answer was not accepted", mismatch="type_mismatch"
-    )
 
 
 __all__ = ["StageRunner", "StageResult", "view_of", "StageOutput", "ANCHOR_AGENT"]

@@ -9,7 +9,7 @@ output and the earlier outputs the stage was built from; for a verification, the
 outputs. A check is stale exactly when one of those has changed since it ran. A session from
 before fingerprints falls back to the anchor digest the stage recorded when it ran.
 
-Pure functions over :class:`SessionState`; the re-check itself is in :mod:`haytham.service`.
+Pure functions over :class:`SessionState`; the re-check itself is in :mod:`haytham.runs.service`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from haytham.pipeline.state import SessionState, StageMeta
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.verification import Fingerprint, PhaseVerification
 from haytham.stages import ANCHOR_SOURCE, STAGES, Phase, get_stage, phase_stages
+from haytham.state import SessionState, StageMeta
 
 ANCHOR = "the concept anchor"
 

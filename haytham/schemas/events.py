@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+INPUTS_PREFIX = "validate-input:"
+"""The event stage of receiving-stage validation before a stage: ``validate-input:<slug>``."""
+
 
 class Event(BaseModel):
     ts: str

@@ -1,5 +1,5 @@
-"""A change request as applied to a stage (see :mod:`haytham.revise`), and what a change does to
-the anchor's invariants (computed by :mod:`haytham.impact`)."""
+"""A change request as applied to a stage (see :mod:`haytham.changes.request`), and what a change does to
+the anchor's invariants (computed by :mod:`haytham.changes.impact`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from strands import tool
 
-from haytham.storage import Session
+from haytham.storage.protocol import Session
 
 MAX_RESULTS = 5
 

@@ -26,7 +26,7 @@ from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import STAGES
 from haytham.stages.base import StageSpec
-from haytham.store import NOFOLLOW, link_refused
+from haytham.storage.folder import NOFOLLOW, link_refused
 from haytham.validate.model import Snapshot
 
 

@@ -26,12 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from haytham.pipeline.state import SessionState
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.schemas.envelope import Traceable
 from haytham.schemas.verification import AUDIT_VERDICTS, CarrierAudit, PhaseVerification
 from haytham.schemas.verification import InvariantViolation as Violation
 from haytham.stages import BY_SLUG, Phase, phase_stages
+from haytham.state import SessionState
 
 _PART = re.compile(r"^\s*(INV-\d+)([a-z])\s*$", re.IGNORECASE)
 # Fields that are references, ids or code-set notes, not what the item says.

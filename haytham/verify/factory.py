@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import time
 
+from haytham.agents.caller import ModelCaller
 from haytham.config import Settings
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline.runner import StageRunner
-from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.storage import Session
+from haytham.state import SessionState
+from haytham.storage.protocol import Session
 from haytham.verify.config import VerifyConfig
 from haytham.verify.rework import ReworkDecision
 from haytham.verify.single import verify_single
@@ -41,8 +41,7 @@ class PhaseVerifier:
         self.models = models
         self.files = files
         self.config = config
-        # Only for its ``ask`` (the one structured-output boundary); never runs a stage.
-        self._runner = StageRunner(settings, models, files, input_validation=False)
+        self._caller = ModelCaller(settings, models, files)
 
     @property
     def max_rework_rounds(self) -> int:
@@ -69,7 +68,7 @@ class PhaseVerifier:
             )
         elif strategy == "single":
             verification = verify_single(
-                self._runner.ask,
+                self._caller.ask,
                 phase,
                 state,
                 tier=self.config.tier,

@@ -25,15 +25,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from haytham.agents.context import Context
 from haytham.config import Settings
-from haytham.pipeline.context import Context
-from haytham.pipeline.state import SessionState
-from haytham.redact import redact
+from haytham.safety.redact import redact
 from haytham.schemas.base import TolerantModel
 from haytham.schemas.envelope import StageOutput
 from haytham.stages import BY_SLUG, StageSpec, StageView
 from haytham.stages.base import ItemSource
-from haytham.storage import Session
+from haytham.state import SessionState
+from haytham.storage.protocol import Session
 from haytham.verify.config import input_validator_agent, reviser_agent
 from haytham.verify.single import Asker
 from haytham.verify.verdict import load_prompt

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from haytham.pipeline.state import ReworkTracker, SessionState
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.base import normalize_key
 from haytham.schemas.verification import PhaseVerification, ReviewArtifact, ReviewIssue
 from haytham.stages import BY_SLUG, Phase, phase_stages
+from haytham.state import ReworkTracker, SessionState
 from haytham.verify.verdict import mechanical_failures
 
 Outcome = Literal["rework", "clear", "max_rounds", "stalled"]

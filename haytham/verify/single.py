@@ -9,11 +9,11 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from haytham.agents.context import Context
 from haytham.errors import ContractViolation, HaythamError
-from haytham.pipeline.context import Context
-from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
+from haytham.state import SessionState
 from haytham.verify.audit import apply_audit, carrier_table
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 

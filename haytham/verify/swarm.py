@@ -37,10 +37,10 @@ from haytham.config import Settings
 from haytham.errors import HaythamError
 from haytham.models.accounting import ModelCall
 from haytham.models.factory import ModelRuntime, build_model, context_window
-from haytham.pipeline.state import SessionState
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
-from haytham.storage import Session
+from haytham.state import SessionState
+from haytham.storage.protocol import Session
 from haytham.verify.audit import apply_audit, carrier_table, rows_from_handoff
 from haytham.verify.config import COORDINATOR, ROLES, SPECIALISTS, SwarmLimits, VerifyConfig
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context

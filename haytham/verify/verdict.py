@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from haytham.pipeline.context import Context, quote_idea
-from haytham.pipeline.state import SessionState
-from haytham.redact import redact
+from haytham.agents.context import Context, quote_idea
+from haytham.safety.redact import redact
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import BY_SLUG, STAGES, STORY_STAGE, Phase, phase_stages
 from haytham.stages.base import PROMPTS_DIR
 from haytham.stages.mvp_scope import DEFAULT_APPETITE
 from haytham.stages.story_generation import APPETITE_BOUNDS
+from haytham.state import SessionState
 from haytham.verify.audit import carrier_table, render_table
 
 VERIFIER_PROMPTS = PROMPTS_DIR / "verifiers"

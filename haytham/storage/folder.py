@@ -1,5 +1,5 @@
 """The session folder (a public contract other tools read) and safe access to it: the default
-implementation of :class:`haytham.storage.Session` and :class:`haytham.storage.Store`.
+implementation of :class:`haytham.storage.protocol.Session` and :class:`haytham.storage.protocol.Store`.
 
 Every path is derived from a validated session id and checked to stay inside the sessions
 folder before any file is touched. JSON and text writes are atomic (temp file + fsync + rename),
@@ -40,7 +40,7 @@ from haytham.errors import (
     StorageError,
 )
 from haytham.schemas.events import Event
-from haytham.storage import (
+from haytham.storage.protocol import (
     PARTITION,
     SESSION_ID,
     TABLE,
@@ -577,7 +577,7 @@ class SessionStore:
         with files.lock(check_links=False):  # rmtree removes links, never what they point to
             shutil.rmtree(files.root)
 
-    # -- the decision record (haytham/audit.py): append-only, outside every session ----------
+    # -- the decision record (haytham/people/audit.py): append-only, outside every session ----------
     def append_audit(self, line: str, session_id: str, actor: str) -> None:  # noqa: ARG002
         """Append one decision line to ``_audit/decisions.jsonl`` (never through a link)."""
         folder = self.root / AUDIT_DIR

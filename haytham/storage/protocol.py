@@ -1,5 +1,5 @@
 """What every session store offers, whichever holds the sessions: the session folder
-(:mod:`haytham.store`, the default) or the shared PostgreSQL database (:mod:`haytham.pgstore`,
+(:mod:`haytham.storage.folder`, the default) or the shared PostgreSQL database (:mod:`haytham.storage.postgres`,
 ``HAYTHAM_DATABASE_URL``).
 
 The :class:`Session` and :class:`Store` protocols are all the commands use; the rest is what
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from haytham.errors import ConfigError, HaythamError, InputError
-from haytham.redact import redact_json, redact_tree
+from haytham.errors import HaythamError, InputError
+from haytham.safety.redact import redact_json, redact_tree
 from haytham.schemas.events import Event
 
 SESSION_ID = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -41,7 +41,7 @@ class StateRow:
 
 class Session(Protocol):
     """What every command reads and writes of one session, whichever store holds it: a session
-    folder (:class:`SessionFiles`) or the shared database (:class:`haytham.pgstore.PgSession`)."""
+    folder (:class:`SessionFiles`) or the shared database (:class:`haytham.storage.postgres.PgSession`)."""
 
     session_id: str
 
@@ -75,7 +75,7 @@ class Session(Protocol):
 
 class Store(Protocol):
     """The sessions: a folder (:class:`SessionStore`) or the shared database
-    (:class:`haytham.pgstore.PgStore`)."""
+    (:class:`haytham.storage.postgres.PgStore`)."""
 
     @property
     def location(self) -> str: ...
@@ -175,26 +175,3 @@ def new_session_id(idea: str) -> str:
     words = re.findall(r"[a-z0-9]+", idea.lower())[:4]
     stem = "-".join(words)[:40].strip("-") or "idea"
     return f"{stem}-{secrets.token_hex(3)}"
-
-
-def open_store(settings: Any) -> Store:
-    """The sessions folder, or the shared PostgreSQL store when ``HAYTHAM_DATABASE_URL`` is set
-    (:mod:`haytham.pgstore`; both offer the same methods)."""
-    url = settings.secret("database_url")
-    if url:
-        try:
-            from haytham.pgstore import PgStore  # psycopg only where a database is used
-        except ImportError as exc:
-            raise team_packages_missing(exc) from None
-        return PgStore(url)
-    from haytham.store import SessionStore  # the folder (which imports this module)
-
-    return SessionStore(settings.sessions_dir)
-
-
-def team_packages_missing(exc: ImportError) -> ConfigError:
-    """The one sentence for ``HAYTHAM_DATABASE_URL`` without the team deployment's packages."""
-    return ConfigError(
-        f"HAYTHAM_DATABASE_URL is set, but the team deployment's package {exc.name or '?'} is "
-        "not installed: pip install -e '.[team]' (or `make setup`), see docs/deploy.md."
-    )

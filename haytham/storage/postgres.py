@@ -1,6 +1,6 @@
 """The shared store: sessions in PostgreSQL, for a team deployment (``HAYTHAM_DATABASE_URL``).
 
-It keeps the session folder's contract (:mod:`haytham.store`) with the same content: each file
+It keeps the session folder's contract (:mod:`haytham.storage.folder`) with the same content: each file
 of the folder is a row of ``haytham_files`` (session id, relative path, text), the event log is
 ``haytham_events`` (one row per line, as written), and Burr's state is in Burr's table layout
 (``burr_state``), written by :class:`PoolPersister`. Everything that reads or writes a session
@@ -52,7 +52,7 @@ from haytham.errors import (
     StorageError,
 )
 from haytham.schemas.events import Event
-from haytham.storage import (
+from haytham.storage.protocol import (
     PARTITION,
     TABLE,
     StateRow,
@@ -177,7 +177,7 @@ MIGRATIONS: tuple[str, ...] = (
         started_at TIMESTAMPTZ NOT NULL DEFAULT now()
     );
     """,
-    # 4: the decision record (haytham/audit.py): no foreign key, so a deleted session's record
+    # 4: the decision record (haytham/people/audit.py): no foreign key, so a deleted session's record
     # stays; the rules make it append-only (an UPDATE or DELETE changes nothing)
     """
     CREATE TABLE IF NOT EXISTS haytham_audit (
@@ -988,7 +988,7 @@ class PgStore:
             self.db.run(work)
 
     def append_audit(self, line: str, session_id: str, actor: str) -> None:
-        """Append one decision line to ``haytham_audit`` (see :mod:`haytham.audit`)."""
+        """Append one decision line to ``haytham_audit`` (see :mod:`haytham.people.audit`)."""
 
         def work(cur: psycopg.Cursor[Any]) -> None:
             cur.execute(

@@ -10,7 +10,7 @@ docs/deploy.md for the measured comparison.
 - **One job per session at a time**: each job carries the session id as its procrastinate
   ``lock`` (jobs with one lock run one after another) and ``queueing_lock`` (a second run of a
   session that is still waiting is refused with one sentence). The session's advisory lock
-  (:mod:`haytham.pgstore`) still guards every write.
+  (:mod:`haytham.storage.postgres`) still guards every write.
 - **Acknowledged late**: a job stays ``doing`` until its run returns. Every worker sends a
   heartbeat; each worker also sweeps for jobs whose worker stopped beating (SIGKILL, a lost
   machine) and whose session nobody holds any more, and puts them back in the queue, where
@@ -50,12 +50,12 @@ from procrastinate import exceptions as pexc
 from procrastinate import manager as pmanager
 from procrastinate.job_context import JobContext
 
-from haytham.access import SYSTEM, Action
 from haytham.errors import DatabaseAway, HaythamError, SessionLocked, SessionNotFound
-from haytham.pgstore import EVENTS_CHANNEL, RETRY_FOR_S, Database, PgStore, transient
-from haytham.progress import Estimate
-from haytham.service import Haytham
-from haytham.worker import (
+from haytham.people.access import SYSTEM, Action
+from haytham.runs.progress import Estimate
+from haytham.runs.queue_schema import migrate_queue
+from haytham.runs.service import Haytham
+from haytham.runs.worker import (
     ESTIMATE_TTL_S,
     Job,
     JobState,
@@ -63,6 +63,7 @@ from haytham.worker import (
     StageProgress,
     describe_error,
 )
+from haytham.storage.postgres import EVENTS_CHANNEL, RETRY_FOR_S, Database, PgStore, transient
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 async def _retrying(what: str, attempt: Any) -> Any:
     """``await attempt()``, tried again with back-off while the database is away (the queue's
-    side of :meth:`haytham.pgstore.Database.retrying`)."""
+    side of :meth:`haytham.storage.postgres.Database.retrying`)."""
     deadline: float | None = None
     delay = 0.1
     while True:
@@ -287,37 +288,6 @@ def queue_app(url: str) -> procrastinate.App:
     return app
 
 
-# A job's row changing (queued, taken, finished) is announced on the events channel with its
-# session's id, as appending an event is: pages that follow a session hear both.
-_JOB_NOTIFY = (
-    "SELECT pg_advisory_xact_lock(1212240212)",
-    "CREATE OR REPLACE FUNCTION haytham_job_notify() RETURNS trigger AS $$ BEGIN "
-    f"PERFORM pg_notify('{EVENTS_CHANNEL}', NEW.lock); RETURN NEW; END $$ LANGUAGE plpgsql",
-    "CREATE OR REPLACE TRIGGER haytham_job_notify AFTER INSERT OR UPDATE OF status "
-    "ON procrastinate_jobs FOR EACH ROW WHEN (NEW.lock IS NOT NULL) "
-    "EXECUTE FUNCTION haytham_job_notify()",
-)
-
-
-def migrate_queue(app: procrastinate.App, url: str) -> bool:
-    """Install procrastinate's schema once (``True`` when it was installed now), and the
-    trigger that announces job changes on :data:`haytham.pgstore.EVENTS_CHANNEL`."""
-    installed = False
-    with app.open():
-        connector = app.connector.get_sync_connector()
-        found = connector.execute_query_one(
-            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
-        )
-        if not found["present"]:
-            with contextlib.suppress(pexc.ConnectorException):  # a concurrent install won
-                app.schema_manager.apply_schema()
-                installed = True
-    with psycopg.connect(url) as conn:  # one transaction
-        for sql in _JOB_NOTIFY:
-            conn.execute(sql)
-    return installed
-
-
 class QueuedRuns(RunWorker):
     """The app instance's side of the queue: the same methods as :class:`RunWorker`, answered
     from the database, so every instance shows the same progress."""
@@ -363,7 +333,7 @@ class QueuedRuns(RunWorker):
     def estimates(self, exclude: str | None = None) -> dict[str, Estimate]:
         """Per stage row, the median wall time of its runs in the other sessions on this
         provider: one aggregate query (:meth:`PgStore.stage_medians`), kept
-        :data:`haytham.worker.ESTIMATE_TTL_S` seconds."""
+        :data:`haytham.runs.worker.ESTIMATE_TTL_S` seconds."""
         now = time.monotonic()
         with self._lock:
             cached = self._estimates.get(exclude)
@@ -492,7 +462,7 @@ class QueuedRuns(RunWorker):
 class SessionWatch:
     """Which sessions changed, heard on one ``LISTEN`` connection per process (a thread that
     starts on first use): appending an event or moving a job notifies
-    :data:`~haytham.pgstore.EVENTS_CHANNEL` with the session's id. :meth:`version` is
+    :data:`~haytham.storage.postgres.EVENTS_CHANNEL` with the session's id. :meth:`version` is
     ``None`` while not listening (then nothing may be trusted to be current)."""
 
     def __init__(self, url: str) -> None:

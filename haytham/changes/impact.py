@@ -1,6 +1,6 @@
 """What a change to a stage's output does to the anchor's invariants, computed by code.
 
-Used for every replacement of a stage's output: a change request (:mod:`haytham.revise`), a
+Used for every replacement of a stage's output: a change request (:mod:`haytham.changes.request`), a
 rework or a re-run after an anchor edit (the runner's ``invariant_impact`` event, the gate
 history). The items before and after are compared by id:
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from haytham.errors import InputError
 from haytham.stages.mvp_scope import APPETITES
-from haytham.store import read_capped
+from haytham.storage.folder import read_capped
 
 MIN_WORDS = 10
 MAX_CHARS = 20_000

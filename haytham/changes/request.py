@@ -1,7 +1,7 @@
 """Change requests after the fact: the founder says in words what should change in a stage's
 output; an agent proposes the revised output (and, as a second opinion, the invariants it
 touches and any it would break); code computes the diff and the impact on the invariants
-(:mod:`haytham.impact`). A change that breaks an invariant, by code's check or the agent's word,
+(:mod:`haytham.changes.impact`). A change that breaks an invariant, by code's check or the agent's word,
 is refused. On accept the output is replaced (a :class:`Revision` on the record, with the
 request and the computed impact) and every later stage re-runs through the normal runner,
 verifiers and gates, so the cascade is checked like any run.
@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from haytham.agents.context import Context, build_stage_context
+from haytham.changes.impact import compute_impact
 from haytham.errors import GateError, InputError
-from haytham.impact import compute_impact
-from haytham.pipeline.context import Context, build_stage_context
-from haytham.pipeline.state import RunStatus, SessionState, StageMeta
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.ids import as_refs
 from haytham.schemas.revision import Change, Impact, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
-from haytham.storage import now
+from haytham.state import RunStatus, SessionState, StageMeta
+from haytham.storage.protocol import now
 from haytham.validate.claims import downgrade_unsourced
 
 AGENT = "change-request"

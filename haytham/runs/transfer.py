@@ -7,7 +7,7 @@ position, status and time), so a session imported from one store reads back byte
 same from the other.
 
 A received bundle is untrusted: it is read while it streams in under caps (size, files, events,
-rows, string length, nesting depth, values; :mod:`haytham.bounded_json`), every file must be
+rows, string length, nesting depth, values; :mod:`haytham.safety.bounded_json`), every file must be
 one the folder contract names (:func:`member_kind`), files Haytham makes itself (the state
 database, its journals, the lock, the event log) are never taken from it, and every state row
 must load as the product's own state; any problem is one sentence and nothing is written.
@@ -21,13 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from haytham.bounded_json import Caps, NotJson, OverCap, load_bounded, loads_bounded
 from haytham.errors import InputError
 from haytham.pipeline.projection import SNAPSHOT
-from haytham.pipeline.state import SessionState, UnknownStateData, state_from_row
+from haytham.safety.bounded_json import Caps, NotJson, OverCap, load_bounded, loads_bounded
 from haytham.stages import BY_SLUG, STAGES, Phase
-from haytham.storage import StateRow, validate_session_id
-from haytham.store import SQLITE_FILES
+from haytham.state import SessionState, UnknownStateData, state_from_row
+from haytham.storage.folder import SQLITE_FILES
+from haytham.storage.protocol import StateRow, validate_session_id
 
 FORMAT = "haytham-session"
 SESSION_FORMAT = "session"  # the export format name of a whole session

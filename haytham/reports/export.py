@@ -6,8 +6,8 @@ column, and for Linear (whose CSV importer has no dependency field) a ``Blocked 
 line at the top of each description plus a ``Blocked by`` column to map or read.
 
 CSV, Jira and Linear cells that a spreadsheet would run as a formula are neutralised
-(:func:`haytham.sanitize.spreadsheet_cell`, per OWASP's CSV-injection guidance); Markdown carries
-no control characters and its table cells are escaped (:mod:`haytham.render`); JSON keeps every
+(:func:`haytham.safety.sanitize.spreadsheet_cell`, per OWASP's CSV-injection guidance); Markdown carries
+no control characters and its table cells are escaped (:mod:`haytham.stages.render`); JSON keeps every
 string as written, with DEL and C1 control characters as ``\\u`` escapes (:func:`json_text`).
 """
 
@@ -26,16 +26,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from haytham.blockers import target_name
-from haytham.caveats import anchor_lines, check_caveats, open_questions
+from haytham.reports.blockers import target_name
+from haytham.reports.caveats import anchor_lines, check_caveats, open_questions
 from haytham.errors import InputError, StorageError
-from haytham.impact import impact_lines
+from haytham.changes.impact import impact_lines
 from haytham.pipeline.staleness import stale_checks
-from haytham.pipeline.state import SessionState, payload_of
-from haytham.render import render_stage
-from haytham.sanitize import spreadsheet_cell, terminal_safe
+from haytham.state import SessionState, payload_of
+from haytham.stages.render import render_stage
+from haytham.safety.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES, STORY_STAGE, market_context, risk_assessment, validation_summary
-from haytham.store import write_synced
+from haytham.storage.folder import write_synced
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear", "competitors", "pdf", "validation-pdf")
 BINARY = ("pdf", "validation-pdf")  # bytes, written to a file (--output), never to a terminal
@@ -129,7 +129,7 @@ def to_markdown(state: SessionState, record: Sequence[str] = ()) -> str:
                 parts.append(f"  - Invariants touched (code's check): {touched}")
                 parts += [f"    - {line}" for line in impact_lines(r.impact)]
                 parts += [f"    - Disagreement: {d}" for d in r.impact.disagreements()]
-    if record:  # who decided (haytham/audit.py)
+    if record:  # who decided (haytham/people/audit.py)
         parts += ["", "## Decisions on record", "", *(f"- {line}" for line in record)]
     return terminal_safe("\n".join(parts).rstrip() + "\n")
 
@@ -293,13 +293,13 @@ def to_csv(state: SessionState, flavour: str = "csv") -> str:
 
 
 def export(state: SessionState, fmt: str, record: Sequence[str] = ()) -> str | bytes:
-    """``state`` in ``fmt``: text, or PDF bytes for the two reports (:mod:`haytham.report`);
+    """``state`` in ``fmt``: text, or PDF bytes for the two reports (:mod:`haytham.reports.pdf`);
     ``record``: the decision record's sentences (approved by … on …) for the reports, the
     Markdown and the JSON."""
     if fmt not in FORMATS:
         raise InputError(f"Export format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     if fmt in BINARY:
-        from haytham.report import report  # reportlab is imported only for a report
+        from haytham.reports.pdf import report  # reportlab is imported only for a report
 
         return report(state, "specification" if fmt == "pdf" else "validation", record)
     if fmt == "markdown":

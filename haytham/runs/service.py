@@ -19,8 +19,19 @@ from typing import Any
 
 from burr.core import Application
 
-from haytham import audit
-from haytham.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
+from haytham.changes.request import (
+    AGENT as CHANGE_AGENT,
+)
+from haytham.changes.request import (
+    Proposal,
+    change_context,
+    proposal_model,
+    propose,
+    recomputed,
+    refusal,
+    revisable,
+    revised_state,
+)
 from haytham.config import Settings
 from haytham.errors import (
     AccessDenied,
@@ -30,14 +41,13 @@ from haytham.errors import (
     SessionLocked,
     StorageError,
 )
-from haytham.export import export, json_text
-from haytham.history import GateHistory, gate_history, load_steps
-from haytham.idea import validate_appetite, validate_idea
-from haytham.intake import AGENT as INTAKE_ACTION
-from haytham.intake import IntakeRecord, clean_answers
+from haytham.idea.checks import validate_appetite, validate_idea
+from haytham.idea.intake import clean_answers
 from haytham.models.factory import ModelRuntime
 from haytham.models.providers import check_provider
-from haytham.notify import Notice, Notifier
+from haytham.people import audit
+from haytham.people.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
+from haytham.people.notify import Notice, Notifier
 from haytham.pipeline import actions
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
@@ -51,24 +61,10 @@ from haytham.pipeline.staleness import (
     stale_checks,
     stale_phases,
 )
-from haytham.pipeline.state import RunStatus, SessionState, gate_of
-from haytham.progress import LiveCall, LiveCalls
-from haytham.render import render_stage
-from haytham.revise import (
-    AGENT as CHANGE_AGENT,
-)
-from haytham.revise import (
-    Proposal,
-    change_context,
-    proposal_model,
-    propose,
-    recomputed,
-    refusal,
-    revisable,
-    revised_state,
-)
-from haytham.schemas.gate import Recheck
-from haytham.session_state import (
+from haytham.reports.export import export, json_text
+from haytham.reports.history import GateHistory, gate_history, load_steps
+from haytham.runs.progress import LiveCall, LiveCalls
+from haytham.runs.session_state import (
     cleared_state,
     ensure_state,
     load_state,
@@ -78,17 +74,21 @@ from haytham.session_state import (
     save_state,
     storage_errors,
 )
+from haytham.runs.status import session_status
+from haytham.runs.transfer import SESSION_FORMAT, dump_session, load_session, read_bundle
+from haytham.schemas.gate import Recheck
+from haytham.schemas.intake import AGENT as INTAKE_ACTION
+from haytham.schemas.intake import IntakeRecord
 from haytham.stages import Phase, get_stage, phase_stages
-from haytham.status import session_status
-from haytham.storage import (
+from haytham.stages.render import render_stage
+from haytham.state import RunStatus, SessionState, gate_of
+from haytham.storage.backends import open_store, team_packages_missing
+from haytham.storage.protocol import (
     Session,
     new_session_id,
     now,
-    open_store,
-    team_packages_missing,
     validate_session_id,
 )
-from haytham.transfer import SESSION_FORMAT, dump_session, load_session, read_bundle
 
 VerifierFactory = Callable[[Settings, ModelRuntime, Session], actions.Verifier | None]
 MAX_REQUEST_CHARS = 2000
@@ -119,7 +119,7 @@ class Haytham:
         """Built by :func:`haytham.app.make_service`, which wires the verifiers and validators
         every session runs with; both are required here so that a service without them is
         never built by accident. ``actor`` is who calls (default: the local user on one
-        machine; see :func:`haytham.access.default_actor`); :meth:`acting_as` binds another."""
+        machine; see :func:`haytham.people.access.default_actor`); :meth:`acting_as` binds another."""
         self.settings = settings
         self.policy = PolicySource(settings.access_file, trusted_network=settings.trusted_network)
         self.actor = actor or default_actor(settings, self.policy)
@@ -146,7 +146,7 @@ class Haytham:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- who calls (haytham/access.py) --------------------------------------------------------
+    # -- who calls (haytham/people/access.py) --------------------------------------------------------
     def acting_as(self, actor: Actor) -> Haytham:
         """This service (its store, models and live calls shared) acting for ``actor``: every
         method checks what ``actor`` may do. Closing the view closes nothing."""
@@ -243,7 +243,7 @@ class Haytham:
 
     def session_rows(self) -> list[dict[str, Any]] | None:
         """Every session as the Sessions page lists it, read in one query where the store can
-        (the shared database: :meth:`haytham.pgstore.PgStore.session_rows`); ``None`` for the
+        (the shared database: :meth:`haytham.storage.postgres.PgStore.session_rows`); ``None`` for the
         sessions folder, whose pages read each session's status from its files. Like
         :meth:`list_sessions`, only the sessions the caller may open (from each row's owner)."""
         rows = getattr(self.store, "session_rows", None)
@@ -340,7 +340,7 @@ class Haytham:
         self, files: Session, app: Application, *, until: int | None, auto_approve: bool
     ) -> Outcome:
         """Run on (:meth:`_steps`), telling the assigned reviewers when the session stops at a
-        gate or fails (:mod:`haytham.notify`; never waits for the delivery)."""
+        gate or fails (:mod:`haytham.people.notify`; never waits for the delivery)."""
         try:
             outcome = self._steps(files, app, until=until, auto_approve=auto_approve)
         except (SessionLocked, AccessDenied):
@@ -644,7 +644,7 @@ class Haytham:
         return render_stage(spec, output.model_dump(mode="json"))
 
     def export(self, session_id: str, fmt: str) -> str | bytes:
-        """The session in ``fmt`` (see :data:`haytham.export.FORMATS`; the PDFs are bytes), or
+        """The session in ``fmt`` (see :data:`haytham.reports.export.FORMATS`; the PDFs are bytes), or
         ``session``: the whole session as one file for :meth:`import_session`."""
         self.allow(Action.READ, session_id)
         if fmt == SESSION_FORMAT:
@@ -683,12 +683,12 @@ class Haytham:
                 "docs/deploy.md). The sessions folder needs no migration."
             )
         try:
-            from haytham.queue import migrate_queue, queue_app  # procrastinate only here
+            from haytham.runs.queue_schema import install_queue_schema  # procrastinate only here
         except ImportError as exc:
             raise team_packages_missing(exc) from None
 
         ran = self.store.migrated
-        queue = "installed" if migrate_queue(queue_app(url), url) else "already installed"
+        queue = "installed" if install_queue_schema(url) else "already installed"
         return (
             f"{self.store.location}: Haytham's tables are up to date ({ran} migration(s) run "
             f"now); the job queue's schema is {queue}."
@@ -901,7 +901,7 @@ class Haytham:
         """Gate ``gate``'s timeline from every step the session persisted: the rounds it opened,
         automatic reworks with the verifier's review, the reviewer's reworks with their feedback,
         overrides, clarifications, anchor edits and decisions, and each rework's before/after
-        diff of the key items (see :mod:`haytham.history`). Read-only."""
+        diff of the key items (see :mod:`haytham.reports.history`). Read-only."""
         phase = phase_for_gate(gate)
         self.allow(Action.READ, session_id)
         return gate_history(load_steps(self.store.open(session_id), phase), gate)

@@ -10,10 +10,10 @@ from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.gates import open_blocking, phase_for_gate
 from haytham.pipeline.projection import summarize
 from haytham.pipeline.staleness import describe, stale_checks
-from haytham.pipeline.state import RunStatus, SessionState, payload_of
 from haytham.stages import STAGES, VERDICT_STAGE
-from haytham.storage import Session
-from haytham.store import SCHEMA_VERSION
+from haytham.state import RunStatus, SessionState, payload_of
+from haytham.storage.folder import SCHEMA_VERSION
+from haytham.storage.protocol import Session
 from haytham.verify.config import verifier_row
 
 

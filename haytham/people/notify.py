@@ -1,5 +1,5 @@
 """Reviewers learn that a gate waits: when a session stops at a gate or its run fails, the
-reviewers assigned to its founder (:mod:`haytham.access`) are told through the channels the
+reviewers assigned to its founder (:mod:`haytham.people.access`) are told through the channels the
 operator configured: e-mail (``HAYTHAM_NOTIFY_SMTP_URL``) and a generic JSON webhook
 (``HAYTHAM_NOTIFY_WEBHOOK_URL``, Slack- and Teams-compatible: a ``text`` field).
 
@@ -22,7 +22,7 @@ from email.message import EmailMessage
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from haytham.redact import redact
+from haytham.safety.redact import redact
 
 log = logging.getLogger(__name__)
 ATTEMPTS = 4

@@ -24,10 +24,10 @@ from burr.core.application import PRIOR_STEP, SEQUENCE_ID
 from burr.core.state import register_field_serde
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, TypeAdapter
 
-from haytham.intake import IntakeRecord
 from haytham.schemas.anchor import ConceptAnchor
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import GateRecord
+from haytham.schemas.intake import IntakeRecord
 from haytham.schemas.revision import Revision
 from haytham.schemas.verification import Fingerprint, PhaseVerification, ReviewArtifact
 from haytham.stages import BY_SLUG, Phase

@@ -17,9 +17,9 @@ from burr.core import State
 from haytham.errors import HaythamError, InputError, SessionCorrupt
 from haytham.pipeline.graph import edges, gate_name
 from haytham.pipeline.projection import SNAPSHOT
-from haytham.pipeline.state import RunStatus, SessionState, state_from_row
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase
-from haytham.storage import PARTITION, Session
+from haytham.state import RunStatus, SessionState, state_from_row
+from haytham.storage.protocol import PARTITION, Session
 
 
 def save_state(

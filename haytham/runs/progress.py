@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from haytham.errors import HaythamError
+from haytham.schemas.events import INPUTS_PREFIX
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.stages.base import Phase
-from haytham.storage import Session, Store
-from haytham.store import SessionStore
+from haytham.storage.folder import SessionStore
+from haytham.storage.protocol import Session, Store
 
 VERIFY_PREFIX = "verify-"
-INPUTS_PREFIX = "validate-input:"
 Event = dict[str, Any]
 Mode = Literal["auto", "plain", "rich", "json", "quiet"]
 DETAIL_CHARS = 160

@@ -10,7 +10,7 @@ are overwritten by the next rework), so the history is read from the sequence of
 - the re-runs that cleared the gate (``clear-from``);
 - for every rework, what changed in the key item lists of the stages that re-ran (scope items,
   capabilities, decisions, stories: added, removed and changed items by id and title), and what
-  that did to the anchor's invariants (:mod:`haytham.impact`: carriers lost or gained, items
+  that did to the anchor's invariants (:mod:`haytham.changes.impact`: carriers lost or gained, items
   moved in or out of scope, pins contradicted; broken ones named).
 
 :func:`gate_history` is pure (steps in, history out); :func:`load_steps` is the one reader.
@@ -26,15 +26,15 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from haytham.errors import SessionCorrupt
-from haytham.impact import compute_impact, impact_lines
+from haytham.changes.impact import compute_impact, impact_lines
 from haytham.pipeline.gates import open_items
 from haytham.pipeline.graph import gate_name, verify_name
-from haytham.pipeline.state import SessionState, check_row, state_from_row
+from haytham.state import SessionState, check_row, state_from_row
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import STALE_CHECKS, GateRecord
 from haytham.schemas.revision import Impact, Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
-from haytham.storage import Session
+from haytham.storage.protocol import Session
 
 AUTO_FEEDBACK = "[automatic rework by the verifier] "
 """How ``verify_phase`` marks a gate record's feedback written by the automatic rework."""
@@ -105,7 +105,7 @@ class StageDiff:
     title: str
     fields: tuple[FieldDiff, ...] = ()
     summary_changed: bool = False  # its one-line summary (``tldr``) changed
-    # what the change did to the anchor's invariants (haytham.impact), in plain sentences
+    # what the change did to the anchor's invariants (haytham.changes.impact), in plain sentences
     invariants: tuple[str, ...] = ()
     broken: tuple[str, ...] = ()  # ids of the invariants it broke, by code's check
 

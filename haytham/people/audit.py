@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from haytham.access import Actor
-from haytham.redact import redact_tree
-from haytham.storage import Store, now
+from haytham.people.access import Actor
+from haytham.safety.redact import redact_tree
+from haytham.storage.protocol import Store, now
 
 VERBS = {
     "create": "started",

@@ -317,7 +317,7 @@ def cli_actor(policy: AccessPolicy, *, token: str | None, user: str | None, team
 def default_actor(settings: Any, policy: PolicySource) -> Actor:
     """Who a service acts as unless told otherwise: the local user on one machine; in team mode
     the CLI's user (:func:`cli_actor`), else nobody (every call refused until the app binds
-    the signed-in person with :meth:`haytham.service.Haytham.acting_as`)."""
+    the signed-in person with :meth:`haytham.runs.service.Haytham.acting_as`)."""
     if not settings.secret("database_url"):
         return local_actor()
     current = policy.current()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from haytham.sanitize import one_line, terminal_safe
+from haytham.safety.sanitize import one_line, terminal_safe
 from haytham.stages import StageSpec
 
 

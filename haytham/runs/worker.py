@@ -20,15 +20,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from haytham.access import Action
+from haytham.changes.request import Proposal
 from haytham.errors import CassetteMiss, HaythamError, SessionLocked
-from haytham.intake import AGENT as INTAKE_AGENT
-from haytham.intake import IntakeAnswer
 from haytham.models.limits import SLOT_WAIT_EVENT
 from haytham.models.replay import Cassette
-from haytham.progress import Estimate, session_provider, stage_estimates
-from haytham.revise import Proposal
-from haytham.service import Haytham, Outcome
+from haytham.people.access import Action
+from haytham.runs.progress import Estimate, session_provider, stage_estimates
+from haytham.runs.service import Haytham, Outcome
+from haytham.schemas.intake import AGENT as INTAKE_AGENT
+from haytham.schemas.intake import IntakeAnswer
 from haytham.stages import ANCHOR_AGENT, BY_SLUG, STAGES
 from haytham.validate.grounding import is_grounded
 
@@ -273,7 +273,7 @@ class RunWorker:
     # -- what the pages show besides the session's own files -----------------------------------
     def estimates(self, exclude: str | None = None) -> dict[str, Estimate]:
         """Per stage row, the median wall time of its runs in the other sessions here that ran
-        on this provider (:func:`haytham.progress.stage_estimates`); re-read every
+        on this provider (:func:`haytham.runs.progress.stage_estimates`); re-read every
         :data:`ESTIMATE_TTL_S` seconds at most."""
         now = time.monotonic()
         with self._lock:

@@ -43,14 +43,14 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from haytham.blockers import stage_name, target_name
-from haytham.caveats import check_caveats, open_questions
+from haytham.reports.blockers import stage_name, target_name
+from haytham.reports.caveats import check_caveats, open_questions
 from haytham.errors import InputError
-from haytham.impact import impact_lines
-from haytham.intake import split_clarifications
-from haytham.pdf_columns import Fitted, fit_widths
-from haytham.pipeline.state import SessionState, payload_of
-from haytham.sanitize import terminal_safe
+from haytham.changes.impact import impact_lines
+from haytham.idea.intake import split_clarifications
+from haytham.reports.pdf_columns import Fitted, fit_widths
+from haytham.state import SessionState, payload_of
+from haytham.safety.sanitize import terminal_safe
 from haytham.schemas.anchor import Invariant
 from haytham.schemas.gate import STALE_CHECKS
 from haytham.stages import (
@@ -277,7 +277,7 @@ def _page(name: str, size: tuple[float, float], footer: Any) -> PageTemplate:
 def _fitted(
     header: Sequence[str], rows: Sequence[Sequence[Any]], widths: Sequence[float] | None
 ) -> Fitted:
-    """Column widths (points) that fit every column's longest word (see :mod:`haytham.pdf_columns`)."""
+    """Column widths (points) that fit every column's longest word (see :mod:`haytham.reports.pdf_columns`)."""
     count = len(header)
     given = [w * mm for w in widths] if widths else [PORTRAIT_PT / count] * count
     columns = [[_plain(row[c]) for row in rows if c < len(row)] for c in range(count)]

@@ -1,0 +1,2 @@
+"""Handling untrusted text: redacting secrets, sanitising what pages render, bounded JSON
+parsing of imported files."""
