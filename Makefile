@@ -59,6 +59,7 @@ test: $(VENV)/.base browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(DEADCODE)
+	$(BIN)/mypy
 	bash scripts/services.sh --optional
 	$(BIN)/pytest -q
 
@@ -82,6 +83,7 @@ lint: $(VENV)/.base
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(DEADCODE)
+	$(BIN)/mypy
 
 # Redraw docs/pipeline-graph.{dot,svg} from the code (Burr draws it; Debian's graphviz renders the
 # SVG). tests/test_graph.py fails while the committed drawing is out of date.
