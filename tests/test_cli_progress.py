@@ -149,13 +149,13 @@ def noisy_stage(monkeypatch):
 
     real = StageRunner.run_stage
 
-    def run_stage(self, spec, state):
+    def run_stage(self, spec, state, received=None):
         try:
             raise RuntimeError("node exploded")
         except RuntimeError:
             logging.getLogger("strands.multiagent.swarm").exception("node failed")
             logging.getLogger("haytham.models.accounting").exception("call sink failed")
-        return real(self, spec, state)
+        return real(self, spec, state, received)
 
     monkeypatch.setattr(StageRunner, "run_stage", run_stage)
 
