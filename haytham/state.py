@@ -33,6 +33,28 @@ from haytham.schemas.verification import Fingerprint, PhaseVerification, ReviewA
 from haytham.stages import BY_SLUG, Phase
 from haytham.validate.model import Finding
 
+GATE_PREFIX = "gate_"
+"""Every gate's action name starts with it: ``gate_1`` … ``gate_4``."""
+
+
+def gate_action(gate: int) -> str:
+    """The graph action that waits for the reviewer at ``gate`` (``gate_2`` for 2)."""
+    return f"{GATE_PREFIX}{gate}"
+
+
+def gate_number(action: str | None) -> int | None:
+    """The gate a graph action waits at (2 for ``gate_2``), ``None`` for any other action."""
+    if action is None or not action.startswith(GATE_PREFIX):
+        return None
+    number = action.removeprefix(GATE_PREFIX)
+    return int(number) if number.isdigit() else None
+
+
+def is_gate(action: str | None) -> bool:
+    """Whether ``action`` is a gate: a decision made there leaves the session at its gate
+    while the next action still is one, and sends it on once it is not."""
+    return gate_number(action) is not None
+
 
 class RunStatus(StrEnum):
     """Where the run stands. Stored as its value, the strings sessions have always held."""

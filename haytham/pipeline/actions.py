@@ -20,7 +20,7 @@ from haytham.schemas.intake import AGENT as INTAKE_ACTION
 from haytham.schemas.intake import IntakeRecord
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
-from haytham.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
+from haytham.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_action, gate_of
 from haytham.storage.protocol import now
 from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
 from haytham.verify.rework import ReworkDecision, decide
@@ -216,7 +216,7 @@ def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
             "gates": {**state.gates, phase.gate: decision.record},
             "anchor": anchor,
             "anchor_text": anchor.render() if anchor else state.anchor_text,
-            "route": decision.route or f"gate_{phase.gate}",
+            "route": decision.route or gate_action(phase.gate),
             "status": decision.status or state.status,
             "reviews": decision.reviews if decision.reviews is not None else state.reviews,
         }

@@ -30,7 +30,7 @@ from haytham.pipeline.persist import TypedPersister
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
-from haytham.state import SessionState
+from haytham.state import SessionState, gate_action
 from haytham.storage.protocol import PARTITION
 
 PROJECT = "haytham"
@@ -56,7 +56,8 @@ def verify_name(phase: Phase) -> str:
 
 
 def gate_name(phase: Phase) -> str:
-    return f"gate_{phase.gate}"
+    """The action of ``phase``'s gate (see :func:`haytham.state.gate_action`)."""
+    return gate_action(phase.gate)
 
 
 def _phase_edges(phase: Phase) -> list[tuple]:
