@@ -13,6 +13,7 @@ from typing import Any
 from burr.core import action
 
 from haytham.idea.intake import clarifications, classify, clean_answers, with_clarifications
+from haytham.pipeline.commands import GateCommand
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.staleness import checked_now, earlier_inputs, stage_fingerprint, stamped
@@ -208,7 +209,9 @@ def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -
     ],
     writes=["gates", "anchor", "anchor_text", "route", "status", "reviews"],
 )
-def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
+def gate(state: SessionState, phase: Phase, command: GateCommand) -> SessionState:
+    """Apply the reviewer's ``command`` (typed by the service, see
+    :func:`haytham.pipeline.commands.parse_command`) at ``phase``'s gate and route on."""
     decision = apply_command(state, phase, command)
     anchor = decision.anchor if decision.anchor is not None else state.anchor
     return state.model_copy(
