@@ -206,7 +206,7 @@ def _shown(key: object) -> str:
 def _field_loader(name: str) -> tuple[Any, Any]:
     """The dump and load of one field: plain JSON under a ``{"json": ...}`` wrapper, validated
     against the field's own type (a row from before the typed state holds the raw value)."""
-    adapter = TypeAdapter(SessionState.model_fields[name].annotation)
+    adapter: TypeAdapter[Any] = TypeAdapter(SessionState.model_fields[name].annotation or Any)
 
     def dump(value: Any, **_: Any) -> dict[str, Any]:
         return {"json": adapter.dump_python(value, mode="json")}

@@ -49,12 +49,13 @@ def intake(
     A decided or skipped intake passes straight on to stage 1."""
     record = state.intake
     idea = state.idea
-    if record is None and (runner is None or not runner.settings.intake):
-        record = IntakeRecord(status="skipped")
-    elif record is None:
-        answer = classify(runner.caller, idea)
-        status = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
-        record = IntakeRecord(status=status[answer.classification], answer=answer)
+    if record is None:
+        if runner is None or not runner.settings.intake:
+            record = IntakeRecord(status="skipped")
+        else:
+            answer = classify(runner.caller, idea)
+            waits = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
+            record = IntakeRecord(status=waits[answer.classification], answer=answer)
     elif record.status == "waiting" and answers is not None and record.answer is not None:
         questions = record.answer.questions
         given = clean_answers(answers, questions)

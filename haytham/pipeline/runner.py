@@ -17,9 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
-from haytham.agents.caller import ModelCaller
+from haytham.agents.caller import ModelCaller, T
 from haytham.agents.context import (
     Context,
     build_anchor_context,
@@ -146,11 +144,11 @@ class StageRunner:
         tier: str,
         system: str,
         ctx: Context,
-        model_cls: type[BaseModel],
+        model_cls: type[T],
         *,
         account_as: str | None = None,
-    ) -> BaseModel:
-        """One structured answer (see :meth:`ModelCaller.ask`)."""
+    ) -> T:
+        """One structured answer, an instance of ``model_cls`` (see :meth:`ModelCaller.ask`)."""
         return self.caller.ask(stage, tier, system, ctx, model_cls, account_as=account_as)
 
     # -- stages -------------------------------------------------------------------------------
@@ -183,11 +181,9 @@ class StageRunner:
                     offers_tools=bool(spec.tools),
                     valid_ids=valid_ids(spec, view),
                 )
+                salvaged: list[str] = []
                 try:
-                    output, salvaged = (
-                        self.ask(spec.slug, spec.tier, system, ctx, spec.output_model),
-                        [],
-                    )
+                    output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
                 except ContractViolation as exc:
                     output, salvaged = self._salvage(spec, exc)
                 output, problems = spec.complete(output, view)
@@ -230,7 +226,7 @@ class StageRunner:
             quality_flags=flags,
         )
 
-    def _salvage(self, spec: StageSpec, exc: ContractViolation) -> tuple[BaseModel, list[str]]:
+    def _salvage(self, spec: StageSpec, exc: ContractViolation) -> tuple[StageOutput, list[str]]:
         """The usable part of an answer that still breaks its contract after the repair turn,
         and one problem sentence saying what code changed (it lands for review). Without any
         structured answer there is nothing to keep: ``exc`` is raised."""
@@ -352,7 +348,6 @@ class StageRunner:
                 TraitPins,
                 account_as=ANCHOR_AGENT,
             )
-            assert isinstance(answer, TraitPins)
             anchor = apply_pins(anchor, answer)
         except HaythamError as exc:
             self.files.append_event("anchor_pins_failed", ANCHOR_AGENT, error=exc.to_dict())

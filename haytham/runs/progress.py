@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeGuard
 
 from haytham.errors import HaythamError
 from haytham.schemas.events import INPUTS_PREFIX
@@ -579,7 +579,7 @@ def stage_estimates(
     }
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 

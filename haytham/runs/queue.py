@@ -552,7 +552,8 @@ async def _sweep(
                     task_name=TASK, seconds_since_heartbeat=stalled_after
                 ):
                     session = str(job.lock or "")
-                    if session and await asyncio.to_thread(_held, store, session):
+                    held: bool = bool(session) and await asyncio.to_thread(_held, store, session)
+                    if held:
                         continue
                     log.warning(
                         "job %s (session %s) lost its worker: queued again", job.id, session

@@ -711,10 +711,12 @@ class Haytham:
             )
         try:
             from haytham.runs.queue_schema import install_queue_schema  # procrastinate only here
+            from haytham.storage.postgres import PgStore
         except ImportError as exc:
             raise team_packages_missing(exc) from None
 
-        ran = self.store.migrated
+        # a database URL opens the PostgreSQL store, which migrated its tables as it opened
+        ran = self.store.migrated if isinstance(self.store, PgStore) else 0
         queue = "installed" if install_queue_schema(url) else "already installed"
         return (
             f"{self.store.location}: Haytham's tables are up to date ({ran} migration(s) run "
@@ -734,7 +736,7 @@ class Haytham:
             files.write_json("session.json", {**meta, "owner": self.actor.id})
         carried = bundle.get("decisions")  # the record travels with a session an admin moves
         trusted = isinstance(carried, list) and self.can(Action.ADMIN)  # nobody else's forged
-        for line in carried if trusted else []:
+        for line in carried if isinstance(carried, list) and trusted else []:
             with contextlib.suppress(ValueError):
                 if audit.Decision.model_validate_json(str(line)).session_id == sid:
                     self.store.append_audit(str(line), sid, json.loads(line)["actor"])

@@ -208,7 +208,6 @@ class InputValidation:
                 error=redact(str(exc)),
             )
             return []
-        assert isinstance(result, InputValidationResult)
         by_id = {i.id: i for i in items}
         reasons = {r.id.strip(): r.reason for r in result.rejected if r.id.strip() in by_id}
         for item_id, reason in reasons.items():
@@ -255,7 +254,7 @@ class InputValidation:
         )
         ctx.add("reason", f"## Why {spec.slug} rejected it", item.reason)
         try:
-            revised = self.ask(
+            revised: BaseModel = self.ask(
                 reviser_agent(producer.slug),
                 TIER,
                 load_prompt("revise_rejected.md"),
@@ -275,7 +274,6 @@ class InputValidation:
                 error=redact(str(exc)),
             )
             return None
-        assert isinstance(revised, BaseModel)
         data = {**revised.model_dump(mode="json"), "id": item.id}
         self.files.append_event(
             "input_revision", row, consumer=spec.slug, producer=producer.slug, item=item.id, ok=True

@@ -28,6 +28,7 @@ from strands.hooks import (
     AfterModelCallEvent,
     AfterToolCallEvent,
     BeforeInvocationEvent,
+    HookCallback,
     HookProvider,
     HookRegistry,
 )
@@ -120,7 +121,7 @@ def build_swarm(
         model = build_model(
             settings, config.tier, config.swarm_agent(phase, role), on_call=sink, runtime=models
         )
-        hooks: list[HookProvider] = [_TurnBudget(limits.turns_per_node)]
+        hooks: list[HookProvider | HookCallback[Any]] = [_TurnBudget(limits.turns_per_node)]
         if role in SPECIALISTS:
             hooks.append(_StopAfterHandoff())
         agents[role] = Agent(
