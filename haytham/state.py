@@ -71,6 +71,7 @@ class RunStatus(StrEnum):
 
     @classmethod
     def waiting(cls, gate: int) -> RunStatus:
+        """The status of a run that waits at ``gate``."""
         return cls(f"waiting_gate_{gate}")
 
     @property
@@ -80,6 +81,7 @@ class RunStatus(StrEnum):
 
     @property
     def finished(self) -> bool:
+        """Whether the run is over (done, rejected, or not an idea)."""
         return self in (RunStatus.DONE, RunStatus.REJECTED, RunStatus.UNRELATED)
 
 
@@ -178,6 +180,7 @@ def gate_of(gates: Mapping[int, GateRecord], phase: Phase) -> GateRecord:
 
 
 def payload_of(outputs: Mapping[str, StageOutput], slug: str) -> Any:
+    """The payload of stage ``slug``'s output, ``None`` before it has run."""
     out = outputs.get(slug)
     return None if out is None else out.payload
 

@@ -37,6 +37,7 @@ WORK = ["idea", "appetite", "anchor", "anchor_text", "outputs", "stage_meta", "v
 
 @action.pydantic(reads=[], writes=["status", "route"])
 def start(state: SessionState) -> SessionState:
+    """The run begins (or resumes): running, no route chosen yet."""
     return state.model_copy(update={"status": RunStatus.RUNNING, "route": None})
 
 
@@ -87,6 +88,8 @@ def intake(
 )
 def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> SessionState:
     # receiving-stage validation (seed 000) is the stage action's first step: the items this
+    """Run stage ``spec`` after validating what it receives; store its output, check results,
+    validator findings and divergence, and consume the review it was asked to address."""
     # stage consumes are checked, and their producers revised, before the stage's own call
     received = runner.receiver.receive(spec, state) if runner.receiver else None
     result = runner.run_stage(spec, state, received)
@@ -133,6 +136,7 @@ def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> Sess
 
 @action.pydantic(reads=["idea", "outputs"], writes=["anchor", "anchor_text"])
 def extract_anchor(state: SessionState, runner: StageRunner) -> SessionState:
+    """Distil the concept anchor from the idea and its analysis; store it and its rendering."""
     anchor = runner.extract_anchor(state)
     return state.model_copy(update={"anchor": anchor, "anchor_text": anchor.render()})
 
@@ -229,6 +233,7 @@ def gate(state: SessionState, phase: Phase, command: GateCommand) -> SessionStat
 
 @action.pydantic(reads=["status"], writes=["status"])
 def end(state: SessionState) -> SessionState:
+    """The run ends: done, unless it was rejected at a gate or intake found no idea."""
     kept = (RunStatus.REJECTED, RunStatus.UNRELATED)
     done = state.status if state.status in kept else RunStatus.DONE
     return state.model_copy(update={"status": done})

@@ -39,6 +39,9 @@ from haytham.storage.protocol import now
 
 @dataclass(frozen=True)
 class BlockingItem:
+    """One thing that blocks approval: ``id`` is what an override names (``violation:…``,
+    ``check:…``, ``finding:…``, a stage blocker's own id), ``stage`` where it is, if anywhere."""
+
     id: str
     stage: str | None
     message: str
@@ -56,6 +59,7 @@ class GateDecision:
 
 
 def phase_for_gate(gate: int) -> Phase:
+    """The phase gate ``gate`` closes (1 WHY … 4 STORIES), or one sentence if there is no such gate."""
     if not isinstance(gate, int) or not 1 <= gate <= 4:
         raise InputError(f"Gate must be 1, 2, 3 or 4, not {gate!r}.")
     return list(Phase)[gate - 1]
@@ -98,6 +102,7 @@ def blocking_items(state: SessionState, phase: Phase) -> list[BlockingItem]:
 
 
 def open_blocking(state: SessionState, phase: Phase) -> list[BlockingItem]:
+    """The blocking items of ``phase``'s gate not overridden in its current round."""
     record = gate_of(state.gates, phase)
     done = {o.target for o in record.overrides if o.round == record.round}
     return [i for i in blocking_items(state, phase) if i.id not in done]
@@ -123,6 +128,7 @@ class GateItem:
 
     @property
     def kind(self) -> str:
+        """The item's kind, the first part of its id (``ambiguity``, ``violation``, ``finding`` …)."""
         return self.id.split(":", 1)[0]
 
 

@@ -57,6 +57,7 @@ class _Tracker(LocalTrackingClient):
 
 
 def verify_name(phase: Phase) -> str:
+    """The action of ``phase``'s verifier (``verify_why`` … ``verify_stories``)."""
     return f"verify_{phase.value.lower()}"
 
 
@@ -128,6 +129,9 @@ def build_application(
     tracking_dir: str | None = None,
     initial_state: SessionState | None = None,
 ) -> Application:
+    """The session's Burr application: the graph bound to ``runner`` and ``verifier``, resumed
+    from the persisted state (``initial_state`` for a new session), saving each step before
+    projecting it to the session's files, tracked for the Burr UI under ``tracking_dir``."""
     saver = TypedPersister(runner.files)  # loads through the product's types, never Burr's serde
     projector = Projector(runner.files)
     builder = (

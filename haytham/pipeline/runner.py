@@ -101,6 +101,9 @@ def render_review(art: ReviewArtifact) -> str:
 
 @dataclass
 class StageResult:
+    """One stage run: its output, what its checks left open, the validators' findings, how
+    similar it is to the idea and the anchor, and the inputs receiving validation revised."""
+
     output: StageOutput
     problems: list[str] = field(default_factory=list)
     divergence: dict[str, float] = field(default_factory=dict)  # similarity to idea / anchor

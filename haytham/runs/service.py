@@ -116,6 +116,10 @@ class Outcome:
 
 
 class Haytham:
+    """The product's one service: every CLI command and UI page calls it. It checks who calls
+    (:mod:`haytham.people.access`), runs sessions through their graph, applies the reviewer's
+    commands at the gates, and reads, exports, forks and changes sessions."""
+
     def __init__(
         self,
         settings: Settings,
@@ -144,6 +148,8 @@ class Haytham:
         self.live = LiveCalls()  # calls streaming now, per session (for the UI's Run page)
 
     def close(self) -> None:
+        """Close the store and the model runtime this service owns (a view made by
+        :meth:`acting_as` closes nothing)."""
         if self._shared:
             return
         self.store.close()
@@ -269,6 +275,7 @@ class Haytham:
         ]
 
     def delete_session(self, session_id: str) -> None:
+        """Delete the session (its decision record stays)."""
         self.allow(Action.DELETE, session_id)
         self.store.delete(session_id)
         self._record("delete", session_id)
@@ -654,11 +661,14 @@ class Haytham:
 
     # -- reading ---------------------------------------------------------------------------------
     def status(self, session_id: str) -> dict[str, Any]:
+        """Where the session stands, as ``haytham status`` prints it (see
+        :func:`haytham.runs.status.session_status`)."""
         self.allow(Action.READ, session_id)
         files = self.store.open(session_id)
         return session_status(files, load_state(files))
 
     def show(self, session_id: str, stage: str) -> str:
+        """A stage's output as Markdown, or the rendered anchor for ``stage="anchor"``."""
         state = self.load_state(session_id)  # checks the caller
         if stage == "anchor":
             if not state.anchor_text:

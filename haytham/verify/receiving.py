@@ -45,7 +45,7 @@ TIER = "light"
 WARNINGS_KEY = "validation_warnings"
 
 
-class InputRejection(TolerantModel):
+class InputRejection(TolerantModel):  # noqa: D101 - a docstring would enter the tool schema the model reads
     id: str = Field(description="The rejected item's id, exactly as given.")
     reason: str = Field(min_length=1, description="What is wrong and what would fix it.")
 

@@ -32,7 +32,9 @@ class Asker(Protocol):
         model_cls: type[T],
         *,
         account_as: str | None = None,
-    ) -> T: ...
+    ) -> T:
+        """Ask the agent ``stage`` for one answer of ``model_cls``."""
+        ...
 
 
 def verify_single(

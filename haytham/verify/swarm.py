@@ -115,6 +115,8 @@ class _Calls:
 def build_swarm(
     settings: Settings, models: ModelRuntime, phase: Phase, config: VerifyConfig, sink: _Calls
 ) -> Swarm:
+    """The phase's verifier swarm: its specialists and the coordinator whose structured
+    answer is the verification, each with the turn budget of ``config.limits``."""
     limits = config.limits
     agents: dict[str, Agent] = {}
     for role in ROLES:
