@@ -36,6 +36,8 @@ class PostValidation:
     def __call__(
         self, slug: str, state: SessionState, tool_calls: Sequence[Mapping[str, Any]]
     ) -> tuple[list[Finding], dict[str, float]]:
+        """Run the validators of stage ``slug`` on ``state`` (with the run's logged
+        ``tool_calls``): its findings and its output's similarity to the idea and the anchor."""
         snap = Snapshot(
             idea=state.idea, anchor=state.anchor, outputs=state.outputs, tool_calls=tool_calls
         )

@@ -383,8 +383,9 @@ def _team_runs(svc: Any) -> Any | None:
 
 def _moves_on(outcome: Any) -> bool:
     """Whether a gate decision sent the session on (approve, rework, reject)."""
-    nxt = outcome.next_action
-    return bool(nxt) and not str(nxt).startswith("gate_")
+    from haytham.state import is_gate
+
+    return bool(outcome.next_action) and not is_gate(outcome.next_action)
 
 
 def _on_queue(runs: Any, svc: Any, session_id: str, label: str) -> Any:

@@ -33,6 +33,28 @@ from haytham.schemas.verification import Fingerprint, PhaseVerification, ReviewA
 from haytham.stages import BY_SLUG, Phase
 from haytham.validate.model import Finding
 
+GATE_PREFIX = "gate_"
+"""Every gate's action name starts with it: ``gate_1`` … ``gate_4``."""
+
+
+def gate_action(gate: int) -> str:
+    """The graph action that waits for the reviewer at ``gate`` (``gate_2`` for 2)."""
+    return f"{GATE_PREFIX}{gate}"
+
+
+def gate_number(action: str | None) -> int | None:
+    """The gate a graph action waits at (2 for ``gate_2``), ``None`` for any other action."""
+    if action is None or not action.startswith(GATE_PREFIX):
+        return None
+    number = action.removeprefix(GATE_PREFIX)
+    return int(number) if number.isdigit() else None
+
+
+def is_gate(action: str | None) -> bool:
+    """Whether ``action`` is a gate: a decision made there leaves the session at its gate
+    while the next action still is one, and sends it on once it is not."""
+    return gate_number(action) is not None
+
 
 class RunStatus(StrEnum):
     """Where the run stands. Stored as its value, the strings sessions have always held."""
@@ -49,6 +71,7 @@ class RunStatus(StrEnum):
 
     @classmethod
     def waiting(cls, gate: int) -> RunStatus:
+        """The status of a run that waits at ``gate``."""
         return cls(f"waiting_gate_{gate}")
 
     @property
@@ -58,6 +81,7 @@ class RunStatus(StrEnum):
 
     @property
     def finished(self) -> bool:
+        """Whether the run is over (done, rejected, or not an idea)."""
         return self in (RunStatus.DONE, RunStatus.REJECTED, RunStatus.UNRELATED)
 
 
@@ -156,6 +180,7 @@ def gate_of(gates: Mapping[int, GateRecord], phase: Phase) -> GateRecord:
 
 
 def payload_of(outputs: Mapping[str, StageOutput], slug: str) -> Any:
+    """The payload of stage ``slug``'s output, ``None`` before it has run."""
     out = outputs.get(slug)
     return None if out is None else out.payload
 
@@ -184,7 +209,7 @@ def _shown(key: object) -> str:
 def _field_loader(name: str) -> tuple[Any, Any]:
     """The dump and load of one field: plain JSON under a ``{"json": ...}`` wrapper, validated
     against the field's own type (a row from before the typed state holds the raw value)."""
-    adapter = TypeAdapter(SessionState.model_fields[name].annotation)
+    adapter: TypeAdapter[Any] = TypeAdapter(SessionState.model_fields[name].annotation or Any)
 
     def dump(value: Any, **_: Any) -> dict[str, Any]:
         return {"json": adapter.dump_python(value, mode="json")}

@@ -24,7 +24,7 @@ from components.safe_text import label, md, name, no_paths
 from haytham.pipeline.gates import AMBIGUITY, gate_items, phase_for_gate
 from haytham.schemas.anchor import Invariant
 from haytham.stages import Phase, get_stage, phase_stages
-from haytham.state import SessionState
+from haytham.state import SessionState, is_gate
 
 State = Literal["open", "resolved", "overridden"]
 STATE_BADGE = {
@@ -341,7 +341,7 @@ def decide(b: Backend, sid: str, gate: int, command: dict[str, Any], done: str) 
         show_error(exc)
         return
     flash(done)
-    if outcome.next_action and not outcome.next_action.startswith("gate_"):
+    if outcome.next_action and not is_gate(outcome.next_action):
         try:
             b.worker.run(sid, f"{command['kind']} at gate {gate}")
         except Exception as exc:

@@ -10,6 +10,7 @@ import re
 from components.progress import describe
 
 from haytham.stages import BY_SLUG
+from haytham.state import gate_number
 
 _NODE_LABEL = re.compile(r"^(\t(\w+) \[label=)(\"[^\"]*\"|\w+)", re.M)
 _EDGE_LABEL = re.compile(r'label="[^"]*" (?=style=dashed\])')
@@ -26,8 +27,9 @@ def step_name(action: str) -> str:
     """A graph action's name on the pages (the action itself when it is none of them)."""
     if action in _FIXED:
         return _FIXED[action]
-    if action.startswith("gate_"):
-        return f"Gate {action.removeprefix('gate_')} · your decision"
+    gate = gate_number(action)
+    if gate is not None:
+        return f"Gate {gate} · your decision"
     slug = action.replace("_", "-")
     spec = BY_SLUG.get(slug)
     if spec is not None:

@@ -10,7 +10,7 @@ the product's own errors with secrets redacted.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from strands import Agent
@@ -28,6 +28,9 @@ from haytham.schemas.base import parse_contract
 from haytham.stages import BY_SLUG, StageSpec
 from haytham.storage.protocol import Session
 from haytham.tools.web_search import make_web_search
+
+T = TypeVar("T", bound=BaseModel)
+"""The structured answer's model: :meth:`ModelCaller.ask` returns an instance of it."""
 
 REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
 MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
@@ -65,7 +68,11 @@ class ModelCaller:
     def _waiting(self, stage: str) -> Callable[[], None]:
         """The stage's next call waits for a provider slot: an event says so (every app
         instance shows it on the Run page until the call's own event follows)."""
-        return lambda: self.files.append_event(SLOT_WAIT_EVENT, stage)
+
+        def waiting() -> None:
+            self.files.append_event(SLOT_WAIT_EVENT, stage)
+
+        return waiting
 
     def _streaming(self, row: str) -> Callable[[int], None] | None:
         if self.on_progress is None:
@@ -91,11 +98,12 @@ class ModelCaller:
         tier: str,
         system: str,
         ctx: Context,
-        model_cls: type[BaseModel],
+        model_cls: type[T],
         *,
         account_as: str | None = None,
-    ) -> BaseModel:
-        """One structured answer from a fresh agent named ``stage``, or a typed error.
+    ) -> T:
+        """One structured answer, an instance of ``model_cls``, from a fresh agent named
+        ``stage``, or a typed error.
 
         Its calls are accounted under ``account_as`` (default: ``stage``). The agent gets
         ``REPAIR_TURNS`` model calls: a contract violation earns exactly one repair turn.
@@ -146,9 +154,10 @@ class ModelCaller:
             raise StageFailed(
                 stage, f"the model call failed ({type(exc).__name__}: {redact(str(exc))})"
             ) from (None if carries_secret(exc) else exc)
-        if result.structured_output is None:
+        answer = result.structured_output
+        if not isinstance(answer, model_cls):  # none (or, never seen, another model's)
             raise _violation_from(agent, model_cls, stage)
-        return result.structured_output
+        return answer
 
 
 def _find_cause(exc: BaseException) -> HaythamError | None:

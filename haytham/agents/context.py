@@ -31,15 +31,22 @@ def quote_idea(idea: str) -> str:
 
 @dataclass
 class Context:
+    """A model's user message, built part by part: each part is named (for the error that
+    says which parts are largest) and is a Markdown heading with its body."""
+
     parts: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, name: str, heading: str, body: str) -> None:
+        """Append the part ``name``: ``heading``, then ``body`` without surrounding blank lines."""
         self.parts.append((name, f"{heading}\n{body.strip()}\n"))
 
     def text(self) -> str:
+        """The whole message: every part in the order added, one blank line apart."""
         return "\n".join(text for _, text in self.parts)
 
     def check_fits(self, stage: str, system_prompt: str, window: int) -> None:
+        """Raise a one-sentence error naming the four largest parts when the system prompt, this
+        message and the reserved output tokens, estimated, exceed the model's context ``window``."""
         used = estimate_tokens(system_prompt) + estimate_tokens(self.text()) + OUTPUT_RESERVE
         if used <= window:
             return
@@ -67,6 +74,9 @@ def build_stage_context(
     offers_tools: bool = False,
     valid_ids: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Context:
+    """A stage's user message: its task, the idea, the anchor, the earlier outputs it reads,
+    the appetite, any reviewer feedback and check problems to fix, the tools it may call and
+    the ids it may reference."""
     ctx = Context()
     ctx.add(
         "task",

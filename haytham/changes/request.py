@@ -18,7 +18,6 @@ from haytham.agents.context import Context, build_stage_context
 from haytham.changes.impact import compute_impact
 from haytham.errors import GateError, InputError
 from haytham.schemas.envelope import StageOutput
-from haytham.schemas.ids import as_refs
 from haytham.schemas.revision import Change, Impact, Revision
 from haytham.stages import ANCHOR_SOURCE, BY_SLUG, VERDICT_STAGE, StageSpec, StageView
 from haytham.state import RunStatus, SessionState, StageMeta
@@ -51,25 +50,30 @@ class Proposal(BaseModel):
         return list(dict.fromkeys([*self.impact.refused_for, *self.breaks]))
 
 
-def proposal_model(spec: StageSpec) -> type[BaseModel]:
+class ProposalAnswer(BaseModel):
+    """The agent's structured answer to a change request, whatever the stage; the model the
+    agent fills is built per stage by :func:`proposal_model` (``revised`` typed as the stage's
+    own output model). The tool schema it is given is that model's, so this docstring is not
+    part of it."""
+
+    revised: StageOutput = Field(description="The stage's whole output, revised.")
+    why: str = Field(description="Why these changes answer the request, in 1-3 sentences.")
+    invariants_touched: list[str] = Field(
+        default_factory=list, description="Ids (INV-n) of invariants the change touches."
+    )
+    breaks: list[str] = Field(
+        default_factory=list,
+        description="Ids (INV-n) of invariants the change would break; empty if none.",
+    )
+
+
+def proposal_model(spec: StageSpec) -> type[ProposalAnswer]:
     """The structured answer for ``spec``: its own output model, revised, plus the why."""
     return create_model(
         f"{spec.output_model.__name__}Change",
+        __base__=ProposalAnswer,
+        __doc__=None,
         revised=(spec.output_model, Field(description="The stage's whole output, revised.")),
-        why=(str, Field(description="Why these changes answer the request, in 1-3 sentences.")),
-        invariants_touched=(
-            list[str],
-            Field(
-                default_factory=list, description="Ids (INV-n) of invariants the change touches."
-            ),
-        ),
-        breaks=(
-            list[str],
-            Field(
-                default_factory=list,
-                description="Ids (INV-n) of invariants the change would break; empty if none.",
-            ),
-        ),
     )
 
 
@@ -161,7 +165,7 @@ def propose(
     spec: StageSpec,
     state: SessionState,
     request: str,
-    answer: BaseModel,
+    answer: ProposalAnswer,
     tool_calls: Sequence[Mapping[str, Any]] = (),
 ) -> Proposal:
     """The proposal from the agent's answer: the revised output completed by the stage's own
@@ -170,21 +174,21 @@ def propose(
     view = StageView(
         idea=state.idea, outputs=state.outputs, anchor=state.anchor, appetite=state.appetite
     )
-    revised, _ = spec.complete(answer.revised, view)  # type: ignore[attr-defined]
+    revised, _ = spec.complete(answer.revised, view)
     revised, _ = downgrade_unsourced(revised, spec.slug, tool_calls)
     anchor = state.anchor
 
     def ids(refs: list[str]) -> list[str]:
-        found = [anchor.resolve_ref(r) if anchor else None for r in as_refs(refs)]  # type: ignore[arg-type]
+        found = [anchor.resolve_ref(r) if anchor else None for r in refs]
         return list(dict.fromkeys(i.id for i in found if i is not None))
 
-    touched = ids(answer.invariants_touched)  # type: ignore[attr-defined]
-    breaks = ids(answer.breaks)  # type: ignore[attr-defined]
+    touched = ids(answer.invariants_touched)
+    breaks = ids(answer.breaks)
     before = state.outputs[spec.slug]
     return Proposal(
         stage=spec.slug,
         request=request,
-        why=answer.why,  # type: ignore[attr-defined]
+        why=answer.why,
         invariants_touched=touched,
         breaks=breaks,
         revised=revised.model_dump(mode="json"),

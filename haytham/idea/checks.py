@@ -114,6 +114,7 @@ def read_idea_file(path: Path) -> str:
 
 
 def validate_appetite(appetite: str | None) -> str | None:
+    """The appetite in lower case, ``None`` when not given, or one sentence naming the allowed ones."""
     if appetite is None or appetite == "":
         return None
     value = appetite.strip().lower()

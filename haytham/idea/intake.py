@@ -37,6 +37,7 @@ from haytham.stages.base import PROMPTS_DIR
 
 
 def intake_context(idea: str) -> Context:
+    """The intake agent's user message: the task and the founder's text, quoted as data."""
     ctx = Context()
     ctx.add("task", "# Task: classify the founder's text", "Answer with the IntakeAnswer tool.")
     ctx.add(
@@ -76,6 +77,7 @@ def clarifications(questions: list[IntakeQuestion], answers: list[str]) -> str:
 
 
 def with_clarifications(idea: str, section: str) -> str:
+    """``idea`` with the founder's clarifications ``section`` appended (unchanged without one)."""
     return f"{idea.rstrip()}\n\n{section}" if section else idea
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from burr.core import action
 
 from haytham.idea.intake import clarifications, classify, clean_answers, with_clarifications
+from haytham.pipeline.commands import GateCommand
 from haytham.pipeline.gates import apply_command
 from haytham.pipeline.runner import StageRunner
 from haytham.pipeline.staleness import checked_now, earlier_inputs, stage_fingerprint, stamped
@@ -20,7 +21,7 @@ from haytham.schemas.intake import AGENT as INTAKE_ACTION
 from haytham.schemas.intake import IntakeRecord
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import STAGES, Phase, StageSpec
-from haytham.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_of
+from haytham.state import LoggedReview, RunStatus, SessionState, StageMeta, gate_action, gate_of
 from haytham.storage.protocol import now
 from haytham.verify.config import DEFAULT_MAX_REWORK_ROUNDS
 from haytham.verify.rework import ReworkDecision, decide
@@ -36,6 +37,7 @@ WORK = ["idea", "appetite", "anchor", "anchor_text", "outputs", "stage_meta", "v
 
 @action.pydantic(reads=[], writes=["status", "route"])
 def start(state: SessionState) -> SessionState:
+    """The run begins (or resumes): running, no route chosen yet."""
     return state.model_copy(update={"status": RunStatus.RUNNING, "route": None})
 
 
@@ -48,12 +50,13 @@ def intake(
     A decided or skipped intake passes straight on to stage 1."""
     record = state.intake
     idea = state.idea
-    if record is None and (runner is None or not runner.settings.intake):
-        record = IntakeRecord(status="skipped")
-    elif record is None:
-        answer = classify(runner.caller, idea)
-        status = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
-        record = IntakeRecord(status=status[answer.classification], answer=answer)
+    if record is None:
+        if runner is None or not runner.settings.intake:
+            record = IntakeRecord(status="skipped")
+        else:
+            answer = classify(runner.caller, idea)
+            waits = {"idea": "idea", "needs_clarification": "waiting", "unrelated": "unrelated"}
+            record = IntakeRecord(status=waits[answer.classification], answer=answer)
     elif record.status == "waiting" and answers is not None and record.answer is not None:
         questions = record.answer.questions
         given = clean_answers(answers, questions)
@@ -85,6 +88,8 @@ def intake(
 )
 def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> SessionState:
     # receiving-stage validation (seed 000) is the stage action's first step: the items this
+    """Run stage ``spec`` after validating what it receives; store its output, check results,
+    validator findings and divergence, and consume the review it was asked to address."""
     # stage consumes are checked, and their producers revised, before the stage's own call
     received = runner.receiver.receive(spec, state) if runner.receiver else None
     result = runner.run_stage(spec, state, received)
@@ -131,6 +136,7 @@ def run_stage(state: SessionState, spec: StageSpec, runner: StageRunner) -> Sess
 
 @action.pydantic(reads=["idea", "outputs"], writes=["anchor", "anchor_text"])
 def extract_anchor(state: SessionState, runner: StageRunner) -> SessionState:
+    """Distil the concept anchor from the idea and its analysis; store it and its rendering."""
     anchor = runner.extract_anchor(state)
     return state.model_copy(update={"anchor": anchor, "anchor_text": anchor.render()})
 
@@ -208,7 +214,9 @@ def verify_phase(state: SessionState, phase: Phase, verifier: Verifier | None) -
     ],
     writes=["gates", "anchor", "anchor_text", "route", "status", "reviews"],
 )
-def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
+def gate(state: SessionState, phase: Phase, command: GateCommand) -> SessionState:
+    """Apply the reviewer's ``command`` (typed by the service, see
+    :func:`haytham.pipeline.commands.parse_command`) at ``phase``'s gate and route on."""
     decision = apply_command(state, phase, command)
     anchor = decision.anchor if decision.anchor is not None else state.anchor
     return state.model_copy(
@@ -216,7 +224,7 @@ def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
             "gates": {**state.gates, phase.gate: decision.record},
             "anchor": anchor,
             "anchor_text": anchor.render() if anchor else state.anchor_text,
-            "route": decision.route or f"gate_{phase.gate}",
+            "route": decision.route or gate_action(phase.gate),
             "status": decision.status or state.status,
             "reviews": decision.reviews if decision.reviews is not None else state.reviews,
         }
@@ -225,6 +233,7 @@ def gate(state: SessionState, phase: Phase, command: dict) -> SessionState:
 
 @action.pydantic(reads=["status"], writes=["status"])
 def end(state: SessionState) -> SessionState:
+    """The run ends: done, unless it was rejected at a gate or intake found no idea."""
     kept = (RunStatus.REJECTED, RunStatus.UNRELATED)
     done = state.status if state.status in kept else RunStatus.DONE
     return state.model_copy(update={"status": done})

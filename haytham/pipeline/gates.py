@@ -1,8 +1,9 @@
 """Decision-gate logic as pure functions over the pipeline state.
 
-A gate command (approve, reject, rework, override, clarify, edit, remove_non_goal) either
-returns the state updates it implies or raises :class:`GateError` / :class:`InputError` with the
-reason — in which case nothing changes. Approval is refused while anything blocking is open:
+A gate command (one of :data:`haytham.pipeline.commands.GateCommand`: approve, reject, rework,
+override, clarify, clarify_all, edit, remove_non_goal, already typed by the service) either
+returns the :class:`GateDecision` it implies or raises :class:`GateError` / :class:`InputError`
+with the reason — in which case nothing changes. Approval is refused while anything blocking is open:
 ambiguous invariants (Gate 1), a NO-GO verdict (Gate 1), blocking verifier violations, blocking
 validator findings and failed mechanical checks, unless each was overridden with a reason; and
 while the gate's own checks are stale (:mod:`haytham.pipeline.staleness`), unless the approval
@@ -11,12 +12,22 @@ carries an explicit ``override_stale`` reason (logged as an override of ``stale-
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from haytham.errors import GateError, InputError
-from haytham.pipeline.staleness import describe, stale_checks
+from haytham.pipeline.commands import (
+    Approve,
+    Clarify,
+    ClarifyAll,
+    Edit,
+    GateCommand,
+    Reject,
+    RemoveNonGoal,
+    Rework,
+)
+from haytham.pipeline.commands import Override as OverrideCommand
+from haytham.pipeline.staleness import StaleCheck, describe, stale_checks
 from haytham.pipeline.staleness import stale_stages as stale_stages
 from haytham.schemas.anchor import AUTO, LEAVE_OPEN, ConceptAnchor, reviewer_name
 from haytham.schemas.gate import STALE_CHECKS, AnchorEdit, Clarification, GateRecord, Override
@@ -25,20 +36,12 @@ from haytham.stages import Phase, get_stage, next_action, phase_stages
 from haytham.state import RunStatus, SessionState, gate_of
 from haytham.storage.protocol import now
 
-COMMANDS = (
-    "approve",
-    "reject",
-    "rework",
-    "override",
-    "clarify",
-    "clarify_all",
-    "edit",
-    "remove_non_goal",
-)
-
 
 @dataclass(frozen=True)
 class BlockingItem:
+    """One thing that blocks approval: ``id`` is what an override names (``violation:…``,
+    ``check:…``, ``finding:…``, a stage blocker's own id), ``stage`` where it is, if anywhere."""
+
     id: str
     stage: str | None
     message: str
@@ -56,6 +59,7 @@ class GateDecision:
 
 
 def phase_for_gate(gate: int) -> Phase:
+    """The phase gate ``gate`` closes (1 WHY … 4 STORIES), or one sentence if there is no such gate."""
     if not isinstance(gate, int) or not 1 <= gate <= 4:
         raise InputError(f"Gate must be 1, 2, 3 or 4, not {gate!r}.")
     return list(Phase)[gate - 1]
@@ -98,6 +102,7 @@ def blocking_items(state: SessionState, phase: Phase) -> list[BlockingItem]:
 
 
 def open_blocking(state: SessionState, phase: Phase) -> list[BlockingItem]:
+    """The blocking items of ``phase``'s gate not overridden in its current round."""
     record = gate_of(state.gates, phase)
     done = {o.target for o in record.overrides if o.round == record.round}
     return [i for i in blocking_items(state, phase) if i.id not in done]
@@ -123,6 +128,7 @@ class GateItem:
 
     @property
     def kind(self) -> str:
+        """The item's kind, the first part of its id (``ambiguity``, ``violation``, ``finding`` …)."""
         return self.id.split(":", 1)[0]
 
 
@@ -176,19 +182,31 @@ def open_items(state: SessionState, phase: Phase) -> list[GateItem]:
     return [i for i in gate_items(state, phase) if i.state == "open"]
 
 
-def apply_command(state: SessionState, phase: Phase, command: Mapping[str, Any]) -> GateDecision:
+def apply_command(state: SessionState, phase: Phase, command: GateCommand) -> GateDecision:
     """What ``command`` at ``phase``'s gate changes (raises and changes nothing on error)."""
-    kind = command.get("kind")
-    if kind not in COMMANDS:
-        raise InputError(f"Unknown gate command {kind!r}; use one of {', '.join(COMMANDS)}.")
     record = gate_of(state.gates, phase)
     if record.status != "open":
         raise GateError(
             f"Gate {phase.gate} is not open (it is {record.status}); "
             "check `haytham status` for where the session is."
         )
-    handler = _HANDLERS[kind]
-    return handler(state, phase, record, command)
+    match command:
+        case Approve():
+            return _approve(state, phase, record, command)
+        case Reject():
+            return _reject(record, command)
+        case Rework():
+            return _rework(state, phase, record, command)
+        case OverrideCommand():
+            return _override(state, phase, record, command)
+        case Clarify():
+            return _clarify(state, phase, record, command)
+        case ClarifyAll():
+            return _clarify_all(state, phase, record, command)
+        case Edit():
+            return _edit(state, phase, record, command)
+        case RemoveNonGoal():
+            return _remove_non_goal(state, phase, record, command)
 
 
 def _anchor(state: SessionState, phase: Phase) -> ConceptAnchor:
@@ -199,7 +217,9 @@ def _anchor(state: SessionState, phase: Phase) -> ConceptAnchor:
     return state.anchor
 
 
-def _approve(state, phase, record, command) -> dict:
+def _approve(
+    state: SessionState, phase: Phase, record: GateRecord, command: Approve
+) -> GateDecision:
     if phase is Phase.WHY and state.anchor is not None:
         pending = state.anchor.open_ambiguities()
         if pending:
@@ -211,7 +231,7 @@ def _approve(state, phase, record, command) -> dict:
     overrides = list(record.overrides)
     stale = stale_checks(state, phase)
     if stale:
-        reason = str(command.get("override_stale") or "").strip()
+        reason = command.override_stale.strip()
         if not reason:
             raise GateError(
                 f"Gate {phase.gate} cannot be approved while its checks are stale "
@@ -223,7 +243,7 @@ def _approve(state, phase, record, command) -> dict:
             Override(
                 target=STALE_CHECKS,
                 reason=reason,
-                auto=bool(command.get("auto", False)),
+                auto=command.auto,
                 round=record.round,
                 at=now(),
                 by=_who(command),
@@ -240,7 +260,7 @@ def _approve(state, phase, record, command) -> dict:
     rec = record.model_copy(
         update={
             "status": "approved",
-            "note": command.get("note", ""),
+            "note": command.note,
             "decided_at": now(),
             "overrides": overrides,
         }
@@ -250,35 +270,35 @@ def _approve(state, phase, record, command) -> dict:
     return GateDecision(rec, route=nxt, status=status)
 
 
-def _first_stage(stale: list) -> str:
+def _first_stage(stale: list[StaleCheck]) -> str:
     slug = next((c.stage for c in stale if c.stage), None)
     spec = get_stage(slug) if slug else phase_stages(stale[0].phase)[0]
     return f"Stage {spec.number} · {spec.title}"
 
 
-def _who(command: Mapping[str, Any]) -> str:
+def _who(command: GateCommand) -> str:
     """Who gave the command: ``by`` when the caller says, else the local user (or auto)."""
-    if command.get("auto"):
+    if command.auto:
         return AUTO
-    return str(command.get("by") or "").strip() or reviewer_name()
+    return (command.by or "").strip() or reviewer_name()
 
 
-def _reject(state, phase, record, command) -> dict:
+def _reject(record: GateRecord, command: Reject) -> GateDecision:
     rec = record.model_copy(
-        update={"status": "rejected", "note": command.get("note", ""), "decided_at": now()}
+        update={"status": "rejected", "note": command.note, "decided_at": now()}
     )
     return GateDecision(rec, route="end", status=RunStatus.REJECTED)
 
 
-def _rework(state, phase, record, command) -> dict:
-    spec = get_stage(str(command.get("stage", "")))
+def _rework(state: SessionState, phase: Phase, record: GateRecord, command: Rework) -> GateDecision:
+    spec = get_stage(command.stage)
     if spec.phase is not phase:
         allowed = ", ".join(s.slug for s in phase_stages(phase))
         raise GateError(
             f"Gate {phase.gate} can send back only its own stages ({allowed}); "
             f"use `haytham clear-from` to redo {spec.slug}."
         )
-    feedback = str(command.get("feedback", "")).strip()
+    feedback = command.feedback.strip()
     if not feedback:
         raise InputError("Rework needs feedback: say what the stage must change.")
     review = ReviewArtifact(
@@ -299,12 +319,14 @@ def _rework(state, phase, record, command) -> dict:
     return GateDecision(rec, route=spec.action, status=RunStatus.RUNNING, reviews=reviews)
 
 
-def _override(state, phase, record, command) -> dict:
-    reason = str(command.get("reason", "")).strip()
+def _override(
+    state: SessionState, phase: Phase, record: GateRecord, command: OverrideCommand
+) -> GateDecision:
+    reason = command.reason.strip()
     if not reason:
         raise InputError("An override needs a reason; say why the finding does not apply.")
     open_items = open_blocking(state, phase)
-    target = command.get("target")
+    target = command.target
     if target:
         chosen = [i for i in open_items if i.id == target]
         if not chosen:
@@ -316,7 +338,7 @@ def _override(state, phase, record, command) -> dict:
         chosen = open_items
         if not chosen:
             raise GateError(f"Gate {phase.gate} has nothing blocking to override.")
-    auto = bool(command.get("auto", False))
+    auto = command.auto
     by = _who(command)
     added = [
         Override(target=i.id, reason=reason, auto=auto, round=record.round, at=now(), by=by)
@@ -326,29 +348,25 @@ def _override(state, phase, record, command) -> dict:
     return GateDecision(rec)
 
 
-def _clarify(state, phase, record, command) -> dict:
-    return _clarify_all(
-        state,
-        phase,
-        record,
-        {
-            "choices": {command.get("invariant", ""): command.get("choice", "")},
-            "auto": command.get("auto", False),
-            "by": command.get("by"),
-        },
-    )
+def _clarify(
+    state: SessionState, phase: Phase, record: GateRecord, command: Clarify
+) -> GateDecision:
+    one = ClarifyAll(choices={command.invariant: command.choice}, auto=command.auto, by=command.by)
+    return _clarify_all(state, phase, record, one)
 
 
-def _clarify_all(state, phase, record, command) -> dict:
+def _clarify_all(
+    state: SessionState, phase: Phase, record: GateRecord, command: ClarifyAll
+) -> GateDecision:
     anchor = _anchor(state, phase)
-    choices: Mapping[str, str] = command.get("choices") or {}
+    choices = command.choices
     if not choices:
         raise InputError("No clarification choices were given.")
-    auto = bool(command.get("auto", False))
+    auto = command.auto
     by = _who(command)
     added = []
     for prop, choice in choices.items():
-        anchor = anchor.resolve(prop, str(choice), by_user=not auto, who=by)
+        anchor = anchor.resolve(prop, choice, by_user=not auto, who=by)
         inv = anchor.invariant(prop)
         added.append(
             Clarification(
@@ -364,12 +382,12 @@ def _clarify_all(state, phase, record, command) -> dict:
     return GateDecision(rec, anchor=anchor)
 
 
-def _edit(state, phase, record, command) -> dict:
+def _edit(state: SessionState, phase: Phase, record: GateRecord, command: Edit) -> GateDecision:
     anchor = _anchor(state, phase)
-    prop = str(command.get("invariant", ""))
+    prop = command.invariant
     before = anchor.invariant(prop).shown_value()
     by = _who(command)
-    anchor = anchor.edit_value(prop, str(command.get("value", "")), who=by)
+    anchor = anchor.edit_value(prop, command.value, who=by)
     edit = AnchorEdit(
         kind="edit_value",
         target=anchor.invariant(prop).property,
@@ -381,23 +399,13 @@ def _edit(state, phase, record, command) -> dict:
     return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
 
 
-def _remove_non_goal(state, phase, record, command) -> dict:
+def _remove_non_goal(
+    state: SessionState, phase: Phase, record: GateRecord, command: RemoveNonGoal
+) -> GateDecision:
     anchor = _anchor(state, phase)
-    text = str(command.get("text", ""))
+    text = command.text
     anchor = anchor.remove_non_goal(text)
     edit = AnchorEdit(
         kind="remove_non_goal", target="non_goals", before=text, at=now(), by=_who(command)
     )
     return GateDecision(record.model_copy(update={"edits": [*record.edits, edit]}), anchor=anchor)
-
-
-_HANDLERS = {
-    "approve": _approve,
-    "reject": _reject,
-    "rework": _rework,
-    "override": _override,
-    "clarify": _clarify,
-    "clarify_all": _clarify_all,
-    "edit": _edit,
-    "remove_non_goal": _remove_non_goal,
-}

@@ -17,8 +17,11 @@ unrelated text at ``end``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
+from burr.common.types import ParentPointer
 from burr.core import Application, ApplicationBuilder, default, when
+from burr.core.action import Condition
 from burr.core.application import PRIOR_STEP
 from burr.core.graph import Graph, GraphBuilder
 from burr.core.persistence import PersisterHook
@@ -30,7 +33,7 @@ from haytham.pipeline.persist import TypedPersister
 from haytham.pipeline.projection import Projector
 from haytham.pipeline.runner import StageRunner
 from haytham.stages import ANCHOR_ACTION, ANCHOR_SOURCE, STAGES, Phase, next_action, phase_stages
-from haytham.state import SessionState
+from haytham.state import SessionState, gate_action
 from haytham.storage.protocol import PARTITION
 
 PROJECT = "haytham"
@@ -41,7 +44,9 @@ class _Tracker(LocalTrackingClient):
     which its own tracker then rejects; drop that bogus pointer (real forks keep theirs).
     And create the tracking folders race-free (sessions start concurrently)."""
 
-    def post_application_create(self, *, parent_pointer=None, **kwargs):  # noqa: ANN001, ANN003
+    def post_application_create(
+        self, *, parent_pointer: ParentPointer | None = None, **kwargs: Any
+    ) -> None:
         if parent_pointer is not None and parent_pointer.app_id is None:
             parent_pointer = None
         super().post_application_create(parent_pointer=parent_pointer, **kwargs)
@@ -52,33 +57,43 @@ class _Tracker(LocalTrackingClient):
 
 
 def verify_name(phase: Phase) -> str:
+    """The action of ``phase``'s verifier (``verify_why`` … ``verify_stories``)."""
     return f"verify_{phase.value.lower()}"
 
 
 def gate_name(phase: Phase) -> str:
-    return f"gate_{phase.gate}"
+    """The action of ``phase``'s gate (see :func:`haytham.state.gate_action`)."""
+    return gate_action(phase.gate)
 
 
-def _phase_edges(phase: Phase) -> list[tuple]:
+Edge = tuple[str, str] | tuple[str, str, Condition]
+"""A transition: from, to and, for a conditional one, its condition."""
+
+
+def _phase_edges(phase: Phase) -> list[Edge]:
     stages = [s.action for s in phase_stages(phase)]
     verify, gate = verify_name(phase), gate_name(phase)
-    chain = [(x, y) for x, y in zip(stages, stages[1:] + [verify], strict=True)]
+    chain: list[Edge] = [(x, y) for x, y in zip(stages, stages[1:] + [verify], strict=True)]
     if ANCHOR_SOURCE.phase is phase:  # the anchor is extracted once, right after its source
         i = stages.index(ANCHOR_SOURCE.action)
         after = chain[i][1]
-        chain[i : i + 1] = [
+        extracted: list[Edge] = [
             (ANCHOR_SOURCE.action, ANCHOR_ACTION, when(anchor=None)),
             (ANCHOR_SOURCE.action, after),
             (ANCHOR_ACTION, after),
         ]
-    back = [(verify, s, when(route=s)) for s in stages] + [(verify, gate, default)]
+        chain[i : i + 1] = extracted
+    back: list[Edge] = [(verify, s, when(route=s)) for s in stages]
+    back.append((verify, gate, default))
     targets = list(dict.fromkeys([*stages, next_action(phase), "end"]))
-    return chain + back + [(gate, t, when(route=t)) for t in targets] + [(gate, gate, default)]
+    routes: list[Edge] = [(gate, t, when(route=t)) for t in targets]
+    routes.append((gate, gate, default))
+    return chain + back + routes
 
 
-def edges() -> list[tuple]:
+def edges() -> list[Edge]:
     """Every transition of the graph (see the module docstring)."""
-    intake = [
+    intake: list[Edge] = [
         (a.INTAKE_ACTION, t, when(route=t)) for t in (STAGES[0].action, a.INTAKE_ACTION, "end")
     ]
     return [("start", a.INTAKE_ACTION), *intake] + [e for p in Phase for e in _phase_edges(p)]
@@ -114,6 +129,9 @@ def build_application(
     tracking_dir: str | None = None,
     initial_state: SessionState | None = None,
 ) -> Application:
+    """The session's Burr application: the graph bound to ``runner`` and ``verifier``, resumed
+    from the persisted state (``initial_state`` for a new session), saving each step before
+    projecting it to the session's files, tracked for the Burr UI under ``tracking_dir``."""
     saver = TypedPersister(runner.files)  # loads through the product's types, never Burr's serde
     projector = Projector(runner.files)
     builder = (
@@ -132,7 +150,10 @@ def build_application(
         .with_hooks(PersisterHook(saver), projector)
     )
     if tracking_dir:
-        builder = builder.with_tracker(_Tracker(project=PROJECT, storage_dir=tracking_dir))
+        tracker = _Tracker(project=PROJECT, storage_dir=tracking_dir)
+        # Burr's own LocalTrackingClient fails this check too: mypy does not accept it as the
+        # SyncTrackingClient it subclasses (Burr 0.43's stubs), though Burr documents this use
+        builder = builder.with_tracker(tracker)  # type: ignore[arg-type]
     app = builder.build()
     # files agree with the persisted state on open; a state loaded as completed also writes
     # ``state.json`` (a session older than the snapshot gets one before anything else happens)

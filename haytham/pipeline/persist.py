@@ -54,7 +54,7 @@ class TypedPersister(BaseStatePersister):
             "position": row.position,
             "state": state,
             "created_at": row.created_at or "",
-            "status": row.status,  # type: ignore[typeddict-item]
+            "status": row.status,
         }
 
     def list_app_ids(self, partition_key: str, **_: Any) -> list[str]:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from burr.core import Action, State
 from burr.lifecycle import PostRunStepHook
 
 from haytham.schemas.events import INPUTS_PREFIX
@@ -215,6 +216,15 @@ class Projector(PostRunStepHook):
                 self.files.remove(rel)
                 self._written.pop(rel, None)
 
-    def post_run_step(self, *, state, action, exception, sequence_id=None, **future_kwargs):  # noqa: ANN001, ANN201
+    def post_run_step(
+        self,
+        *,
+        state: State,
+        action: Action,
+        exception: Exception | None,
+        sequence_id: int | None = None,
+        **future_kwargs: Any,
+    ) -> None:
+        """Burr's hook after each step: project the new state, unless the step raised."""
         if exception is None:
             self.project(SessionState.of(state), position=action.name, sequence_id=sequence_id)

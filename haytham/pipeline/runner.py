@@ -17,9 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
-from haytham.agents.caller import ModelCaller
+from haytham.agents.caller import ModelCaller, T
 from haytham.agents.context import (
     Context,
     build_anchor_context,
@@ -103,6 +101,9 @@ def render_review(art: ReviewArtifact) -> str:
 
 @dataclass
 class StageResult:
+    """One stage run: its output, what its checks left open, the validators' findings, how
+    similar it is to the idea and the anchor, and the inputs receiving validation revised."""
+
     output: StageOutput
     problems: list[str] = field(default_factory=list)
     divergence: dict[str, float] = field(default_factory=dict)  # similarity to idea / anchor
@@ -146,11 +147,11 @@ class StageRunner:
         tier: str,
         system: str,
         ctx: Context,
-        model_cls: type[BaseModel],
+        model_cls: type[T],
         *,
         account_as: str | None = None,
-    ) -> BaseModel:
-        """One structured answer (see :meth:`ModelCaller.ask`)."""
+    ) -> T:
+        """One structured answer, an instance of ``model_cls`` (see :meth:`ModelCaller.ask`)."""
         return self.caller.ask(stage, tier, system, ctx, model_cls, account_as=account_as)
 
     # -- stages -------------------------------------------------------------------------------
@@ -183,11 +184,9 @@ class StageRunner:
                     offers_tools=bool(spec.tools),
                     valid_ids=valid_ids(spec, view),
                 )
+                salvaged: list[str] = []
                 try:
-                    output, salvaged = (
-                        self.ask(spec.slug, spec.tier, system, ctx, spec.output_model),
-                        [],
-                    )
+                    output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
                 except ContractViolation as exc:
                     output, salvaged = self._salvage(spec, exc)
                 output, problems = spec.complete(output, view)
@@ -230,7 +229,7 @@ class StageRunner:
             quality_flags=flags,
         )
 
-    def _salvage(self, spec: StageSpec, exc: ContractViolation) -> tuple[BaseModel, list[str]]:
+    def _salvage(self, spec: StageSpec, exc: ContractViolation) -> tuple[StageOutput, list[str]]:
         """The usable part of an answer that still breaks its contract after the repair turn,
         and one problem sentence saying what code changed (it lands for review). Without any
         structured answer there is nothing to keep: ``exc`` is raised."""
@@ -352,7 +351,6 @@ class StageRunner:
                 TraitPins,
                 account_as=ANCHOR_AGENT,
             )
-            assert isinstance(answer, TraitPins)
             anchor = apply_pins(anchor, answer)
         except HaythamError as exc:
             self.files.append_event("anchor_pins_failed", ANCHOR_AGENT, error=exc.to_dict())

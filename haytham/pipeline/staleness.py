@@ -33,6 +33,7 @@ def output_digest(out: StageOutput) -> str:
 
 
 def anchor_digest(state: SessionState) -> str | None:
+    """The digest of the session's concept anchor (``None`` before it is extracted)."""
     return state.anchor.digest() if state.anchor is not None else None
 
 

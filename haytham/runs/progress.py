@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeGuard
 
 from haytham.errors import HaythamError
 from haytham.schemas.events import INPUTS_PREFIX
@@ -57,13 +57,16 @@ class StageProgress:
 
     @property
     def tokens(self) -> int:
+        """Input and output tokens of the row's model calls so far."""
         return self.input_tokens + self.output_tokens
 
     @property
     def title(self) -> str:
+        """The row as shown: its tag and name."""
         return f"{self.tag} {self.name}"
 
     def counters(self) -> str:
+        """``3 model calls (1 failed), 1,234 tokens, 0 retries``: the row's counters in words."""
         calls = _plural(self.model_calls, "model call")
         if self.failed_calls:
             calls += f" ({self.failed_calls} failed)"
@@ -164,14 +167,17 @@ class Renderer:
     def event(self, event: Event, row: StageProgress | None) -> None:
         """Every event as it is read; ``row`` is its stage row after the event, if any."""
 
-    def stage_started(self, row: StageProgress) -> None: ...
+    def stage_started(self, row: StageProgress) -> None:
+        """A row started running."""
 
     def stage_changed(self, row: StageProgress) -> None:
         """A running row's counters moved (a model call, a re-ask)."""
 
-    def stage_ended(self, row: StageProgress) -> None: ...
+    def stage_ended(self, row: StageProgress) -> None:
+        """A row finished (completed, failed or needs attention)."""
 
-    def milestone(self, text: str) -> None: ...
+    def milestone(self, text: str) -> None:
+        """A gate or verifier milestone, as one line (see :func:`milestone_text`)."""
 
     def open(self) -> None:
         """Called before the first event (a live display starts here)."""
@@ -191,16 +197,20 @@ class PlainRenderer(Renderer):
         self.stream.flush()
 
     def stage_started(self, row: StageProgress) -> None:
+        """Print that the row started."""
         self._line(f"{row.title}: started")
 
     def stage_ended(self, row: StageProgress) -> None:
+        """Print the row's end line (see :func:`end_line`)."""
         self._line(end_line(row))
 
     def milestone(self, text: str) -> None:
+        """Print the milestone as its own line."""
         self._line(text)
 
 
 def end_line(row: StageProgress) -> str:
+    """How a finished row reads: status, seconds, counters and any detail."""
     detail = f" - {row.detail}" if row.detail else ""
     return f"{row.title}: {row.status} in {row.elapsed_s:.1f}s ({row.counters()}){detail}"
 
@@ -213,6 +223,7 @@ class JsonRenderer(Renderer):
         self.stream = stream
 
     def event(self, event: Event, row: StageProgress | None) -> None:
+        """Print ``event`` as one JSON line (with the row's progress, when it belongs to one)."""
         out: dict[str, Any] = {
             "event": event.get("type"),
             "stage": event.get("stage"),
@@ -264,6 +275,7 @@ class RichRenderer(Renderer):
         )
 
     def open(self) -> None:
+        """Start the live display."""
         self._live.start()
 
     def _spinner(self) -> Any:
@@ -293,15 +305,18 @@ class RichRenderer(Renderer):
         return grid
 
     def stage_started(self, row: StageProgress) -> None:
+        """Show the row as running, with a spinner."""
         with self._lock:
             self._running[row.stage] = (row, self._spinner())
 
     def stage_changed(self, row: StageProgress) -> None:
+        """Refresh a running row's counters (it keeps its spinner)."""
         with self._lock:
             if row.stage in self._running:
                 self._running[row.stage] = (row, self._running[row.stage][1])
 
     def stage_ended(self, row: StageProgress) -> None:
+        """Print the row's end line above the live display and stop showing it as running."""
         from rich.text import Text
 
         with self._lock:
@@ -320,11 +335,13 @@ class RichRenderer(Renderer):
         )
 
     def milestone(self, text: str) -> None:
+        """Print the milestone above the live display."""
         from rich.text import Text
 
         self.console.print(Text(f"» {text}", "cyan"))
 
     def close(self) -> None:
+        """Stop the live display."""
         self._live.stop()
 
 
@@ -337,6 +354,8 @@ class Tracker:
         self.rows: dict[str, StageProgress] = {}
 
     def feed(self, event: Event) -> None:
+        """Fold one event into its row's progress and tell the renderer (the event, then what
+        changed: a row started, moved or ended, or a milestone)."""
         kind = str(event.get("type") or "")
         stage = event.get("stage")
         row = self._update(kind, stage, event.get("data") or {}) if isinstance(stage, str) else None
@@ -449,11 +468,13 @@ class EventFollower:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Follow the events appended from now on, in a background thread."""
         self.tail.mark()
         self._thread = threading.Thread(target=self._loop, name="haytham-progress", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop following and deliver what was appended after the thread's last look."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -464,6 +485,7 @@ class EventFollower:
             self.poll()
 
     def poll(self) -> None:
+        """Deliver the events appended since the last look (after a read error, nothing more)."""
         if self.error is not None:
             return
         try:
@@ -579,7 +601,7 @@ def stage_estimates(
     }
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
@@ -628,5 +650,6 @@ class LiveCalls:
         return keep
 
     def get(self, session_id: str) -> LiveCall | None:
+        """The call of ``session_id`` streaming now, if one is."""
         with self._lock:
             return self._calls.get(session_id)

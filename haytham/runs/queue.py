@@ -158,18 +158,22 @@ class ResilientConnector(procrastinate.PsycopgConnector):
     while the database is away (a restart, a failover) instead of stopping the worker."""
 
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+        """Procrastinate's statement, retried while the database is briefly away."""
         parent = super().execute_query_async
         await _retrying("a queue statement", lambda: parent(query, **arguments))
 
     async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
+        """Procrastinate's one-row query, retried while the database is briefly away."""
         parent = super().execute_query_one_async
         return await _retrying("a queue statement", lambda: parent(query, **arguments))
 
     async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
+        """Procrastinate's query, retried while the database is briefly away."""
         parent = super().execute_query_all_async
         return await _retrying("a queue statement", lambda: parent(query, **arguments))
 
     async def listen_notify(self, on_notification: Any, channels: Any) -> None:
+        """Procrastinate's LISTEN for new jobs, reconnecting after a transient database error."""
         while True:  # reconnects by itself; a refused reconnection waits and tries again
             try:
                 await super().listen_notify(on_notification, channels)
@@ -191,6 +195,7 @@ class ResilientJobManager(pmanager.JobManager):
         self.worker_name: str | None = None  # set by run_worker: recorded in haytham_workers
 
     async def register_worker(self) -> int:
+        """Register this worker with procrastinate and record its name; returns its id."""
         worker_id = await super().register_worker()
         await self._name_worker(worker_id)
         return worker_id
@@ -230,6 +235,8 @@ class ResilientJobManager(pmanager.JobManager):
             )
 
     async def update_heartbeat(self, worker_id: int) -> None:
+        """Procrastinate's heartbeat; a worker whose row was pruned while it was away is
+        registered again and given back the jobs it is still running."""
         rows = await self.connector.execute_query_all_async(
             "UPDATE procrastinate_workers SET last_heartbeat = now() "
             "WHERE id = %(worker_id)s RETURNING id",
@@ -239,6 +246,8 @@ class ResilientJobManager(pmanager.JobManager):
             await self._register_again(worker_id)
 
     async def fetch_job(self, queues: Any, worker_id: int) -> Any:
+        """The next job for this worker (a worker whose row was pruned meanwhile is registered
+        again and the fetch retried); the job is remembered as this worker's while it runs."""
         try:
             job = await super().fetch_job(queues, worker_id)
         except pexc.ConnectorException as exc:
@@ -255,10 +264,12 @@ class ResilientJobManager(pmanager.JobManager):
             ids.discard(job.id)
 
     async def finish_job(self, job: Any, *args: Any, **kwargs: Any) -> None:
+        """Procrastinate's finish, then forget the job as this worker's."""
         await super().finish_job(job, *args, **kwargs)
         self._done(job)
 
     async def retry_job(self, job: Any, *args: Any, **kwargs: Any) -> None:
+        """Procrastinate's retry, then forget the job as this worker's."""
         await super().retry_job(job, *args, **kwargs)
         self._done(job)
 
@@ -307,6 +318,7 @@ class QueuedRuns(RunWorker):
         self._workers: tuple[float, int] | None = None
 
     def close(self) -> None:
+        """Stop following session changes and close the queue's connections."""
         self.watch.close()
         self.app.close()
 
@@ -346,6 +358,8 @@ class QueuedRuns(RunWorker):
         return found
 
     def run(self, session_id: str, label: str = "run") -> Job:
+        """Queue a run of the session to its next gate for a worker (refused while one is
+        queued or running); ``label`` says why, on the Run page."""
         self.service.allow(Action.RUN, session_id)  # the worker runs it as the system
         current = self.job(session_id)
         if current is not None and current.alive:
@@ -369,6 +383,7 @@ class QueuedRuns(RunWorker):
         return job
 
     def answer(self, session_id: str, answers: list[str]) -> Job:
+        """Record the founder's intake answers, then queue the run on from them."""
         self.service.answer_intake(session_id, answers, continue_run=False)
         return self.run(session_id, "answers")
 
@@ -390,6 +405,7 @@ class QueuedRuns(RunWorker):
         return self.db.run(work)
 
     def job(self, session_id: str) -> Job | None:
+        """The session's latest job as the pages show it (``None`` if it never had one)."""
         row = self._latest(session_id)
         if row is None:
             return None
@@ -475,6 +491,8 @@ class SessionWatch:
         self._thread: threading.Thread | None = None
 
     def version(self, session_id: str) -> tuple[int, int] | None:
+        """How often the session changed since the watch began (with the connection's epoch),
+        or ``None`` while not listening: the caller must then read the session itself."""
         with self._guard:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -512,6 +530,7 @@ class SessionWatch:
             self._stop.wait(1.0)
 
     def close(self) -> None:
+        """Stop the watch (its thread ends within a second)."""
         self._stop.set()
 
 
@@ -552,7 +571,8 @@ async def _sweep(
                     task_name=TASK, seconds_since_heartbeat=stalled_after
                 ):
                     session = str(job.lock or "")
-                    if session and await asyncio.to_thread(_held, store, session):
+                    held: bool = bool(session) and await asyncio.to_thread(_held, store, session)
+                    if held:
                         continue
                     log.warning(
                         "job %s (session %s) lost its worker: queued again", job.id, session

@@ -49,6 +49,16 @@ from haytham.people import audit
 from haytham.people.access import GATE_ACTIONS, Action, Actor, PolicySource, default_actor
 from haytham.people.notify import Notice, Notifier
 from haytham.pipeline import actions
+from haytham.pipeline.commands import (
+    Approve,
+    Clarify,
+    ClarifyAll,
+    GateCommand,
+    Override,
+    Reject,
+    Rework,
+    parse_command,
+)
 from haytham.pipeline.gates import apply_command, open_blocking, phase_for_gate
 from haytham.pipeline.graph import build_application, gate_name, graph_dot
 from haytham.pipeline.projection import Projector
@@ -106,6 +116,10 @@ class Outcome:
 
 
 class Haytham:
+    """The product's one service: every CLI command and UI page calls it. It checks who calls
+    (:mod:`haytham.people.access`), runs sessions through their graph, applies the reviewer's
+    commands at the gates, and reads, exports, forks and changes sessions."""
+
     def __init__(
         self,
         settings: Settings,
@@ -134,6 +148,8 @@ class Haytham:
         self.live = LiveCalls()  # calls streaming now, per session (for the UI's Run page)
 
     def close(self) -> None:
+        """Close the store and the model runtime this service owns (a view made by
+        :meth:`acting_as` closes nothing)."""
         if self._shared:
             return
         self.store.close()
@@ -259,6 +275,7 @@ class Haytham:
         ]
 
     def delete_session(self, session_id: str) -> None:
+        """Delete the session (its decision record stays)."""
         self.allow(Action.DELETE, session_id)
         self.store.delete(session_id)
         self._record("delete", session_id)
@@ -398,7 +415,7 @@ class Haytham:
                 if clarify is not None:
                     with storage_errors(files):
                         app.step(inputs={"command": clarify})
-                    files.append_event("gate_command", None, gate=gate, **clarify)
+                    files.append_event("gate_command", None, gate=gate, **_auto_event(clarify))
                     state = SessionState.of(app.state)
                 if stale_checks(state, phase_for_gate(gate)):
                     # the designed flow: the clarified anchor is re-checked, nothing re-run
@@ -409,13 +426,13 @@ class Haytham:
                 for command in self._auto_commands(state, gate):
                     with storage_errors(files):
                         app.step(inputs={"command": command})
-                    files.append_event("gate_command", None, gate=gate, **command)
+                    files.append_event("gate_command", None, gate=gate, **_auto_event(command))
                     self._record(
-                        str(command["kind"]),
+                        command.kind,
                         files.session_id,
                         gate=gate,
                         round_=gate_of(state.gates, phase_for_gate(gate)).round,
-                        **{k: v for k, v in command.items() if k != "kind"},
+                        **command.given(),
                     )
                 messages.append(f"gate {gate} auto-approved")
                 continue
@@ -423,7 +440,7 @@ class Haytham:
                 app.run(halt_before=list(gates), halt_after=["end", INTAKE_ACTION])
 
     @staticmethod
-    def _auto_clarify(state: SessionState, gate: int) -> dict[str, Any] | None:
+    def _auto_clarify(state: SessionState, gate: int) -> ClarifyAll | None:
         """--auto-approve's choice at Gate 1: every open ambiguity's first option (recorded as
         automatic, keeping the extractor's confidence and the option's pin)."""
         if phase_for_gate(gate) is not Phase.WHY or state.anchor is None:
@@ -431,15 +448,16 @@ class Haytham:
         pending = state.anchor.open_ambiguities()
         if not pending:
             return None
-        return {"kind": "clarify_all", "auto": True, "choices": {i.property: "1" for i in pending}}
+        return ClarifyAll(auto=True, choices={i.property: "1" for i in pending})
 
     @staticmethod
-    def _auto_commands(state: SessionState, gate: int) -> list[dict[str, Any]]:
+    def _auto_commands(state: SessionState, gate: int) -> list[GateCommand]:
+        """--auto-approve's commands at ``gate``: override whatever blocks it, then approve."""
         phase = phase_for_gate(gate)
-        commands: list[dict[str, Any]] = []
+        commands: list[GateCommand] = []
         if open_blocking(state, phase):
-            commands.append({"kind": "override", "reason": "auto-approve", "auto": True})
-        commands.append({"kind": "approve", "note": "auto-approve"})
+            commands.append(Override(reason="auto-approve", auto=True))
+        commands.append(Approve(note="auto-approve"))
         return commands
 
     def answer_intake(
@@ -473,11 +491,21 @@ class Haytham:
             return self._advance(files, app, until=None, auto_approve=False)
 
     def decide(
-        self, session_id: str, gate: int, command: dict[str, Any], *, continue_run: bool = True
+        self,
+        session_id: str,
+        gate: int,
+        command: GateCommand | Mapping[str, Any],
+        *,
+        continue_run: bool = True,
     ) -> Outcome:
-        """Apply a reviewer's command at ``gate``; on approve/rework, run on to the next gate."""
+        """Apply a reviewer's command at ``gate``; on approve/rework, run on to the next gate.
+
+        ``command`` is a typed :data:`~haytham.pipeline.commands.GateCommand` or the mapping
+        the pages send (``{"kind": "override", "reason": …}``), parsed here, once: a bad one is
+        refused with one sentence before anything is read or written."""
         phase = phase_for_gate(gate)
-        self.allow(GATE_ACTIONS.get(str(command.get("kind")), Action.DECIDE), session_id)
+        typed = parse_command(command)
+        self.allow(GATE_ACTIONS.get(typed.kind, Action.DECIDE), session_id)
         files = self.store.open(session_id)
         with files.lock():
             app = self._app(files)
@@ -487,24 +515,28 @@ class Haytham:
                 raise GateError(
                     f"Session {session_id} is not waiting at Gate {gate} (next step: {here})."
                 )
-            command = {**command, "by": command.get("by") or self.actor.label}
+            by = typed.by or self.actor.label
+            typed = typed.model_copy(update={"by": by})
             before = SessionState.of(app.state)
-            apply_command(before, phase, command)  # raises; changes nothing
+            # refused here, before the step, so that a refusal reaches no hook or tracker
+            apply_command(before, phase, typed)
             with storage_errors(files):
-                app.step(inputs={"command": command})
-            files.append_event("gate_command", None, gate=gate, **_public(command))
+                app.step(inputs={"command": typed})
+            given = typed.given()
+            files.append_event("gate_command", None, gate=gate, **given, command=typed.kind)
+            given.pop("by")
             self._record(
-                str(command.get("kind")),
+                typed.kind,
                 session_id,
                 gate=gate,
                 round_=gate_of(before.gates, phase).round,
-                **{k: v for k, v in command.items() if k not in ("kind", "by")},
+                **given,
             )
             after = SessionState.of(app.state)
-            if command.get("kind") in ("clarify", "clarify_all") and stale_checks(after, phase):
+            if isinstance(typed, Clarify | ClarifyAll) and stale_checks(after, phase):
                 # the designed flow: the phase is re-checked against the clarified anchor
                 check_provider(self.settings)
-                self._recheck(files, [phase], why="after the clarification", by=command["by"])
+                self._recheck(files, [phase], why="after the clarification", by=by)
                 app = self._app(files)
             moved = app.get_next_action()
             if continue_run and moved is not None and moved.name != gate_name(phase):
@@ -522,9 +554,9 @@ class Haytham:
     ) -> Outcome:
         """Approve ``gate``; refused while its checks are stale unless ``override_stale`` gives
         the reason to approve them anyway (logged at the gate as an override)."""
-        command = {"kind": "approve", "note": note}
+        command = Approve(note=note)
         if override_stale.strip():
-            command["override_stale"] = override_stale.strip()
+            command = Approve(note=note, override_stale=override_stale.strip())
         return self.decide(sid, gate, command, **kw)
 
     # -- re-check --------------------------------------------------------------------------------
@@ -611,27 +643,32 @@ class Haytham:
         return state
 
     def reject(self, sid: str, gate: int, note: str = "", **kw: Any) -> Outcome:
-        return self.decide(sid, gate, {"kind": "reject", "note": note}, **kw)
+        """Reject the idea at ``gate``: the session ends (``note``: why, on the record)."""
+        return self.decide(sid, gate, Reject(note=note), **kw)
 
     def rework(self, sid: str, stage: str, feedback: str, **kw: Any) -> Outcome:
+        """Send ``stage`` back with ``feedback`` at its phase's gate; the phase runs again."""
         gate = get_stage(stage).phase.gate
-        return self.decide(
-            sid, gate, {"kind": "rework", "stage": stage, "feedback": feedback}, **kw
-        )
+        return self.decide(sid, gate, Rework(stage=stage, feedback=feedback), **kw)
 
     def override(self, sid: str, gate: int, reason: str, target: str | None = None) -> Outcome:
-        return self.decide(sid, gate, {"kind": "override", "reason": reason, "target": target})
+        """Override the open blocking item ``target`` at ``gate`` (all of them without one)."""
+        return self.decide(sid, gate, Override(reason=reason, target=target))
 
     def clarify(self, sid: str, invariant: str, choice: str) -> Outcome:
-        return self.decide(sid, 1, {"kind": "clarify", "invariant": invariant, "choice": choice})
+        """Resolve one ambiguous invariant of the concept anchor at Gate 1."""
+        return self.decide(sid, 1, Clarify(invariant=invariant, choice=choice))
 
     # -- reading ---------------------------------------------------------------------------------
     def status(self, session_id: str) -> dict[str, Any]:
+        """Where the session stands, as ``haytham status`` prints it (see
+        :func:`haytham.runs.status.session_status`)."""
         self.allow(Action.READ, session_id)
         files = self.store.open(session_id)
         return session_status(files, load_state(files))
 
     def show(self, session_id: str, stage: str) -> str:
+        """A stage's output as Markdown, or the rendered anchor for ``stage="anchor"``."""
         state = self.load_state(session_id)  # checks the caller
         if stage == "anchor":
             if not state.anchor_text:
@@ -684,10 +721,12 @@ class Haytham:
             )
         try:
             from haytham.runs.queue_schema import install_queue_schema  # procrastinate only here
+            from haytham.storage.postgres import PgStore
         except ImportError as exc:
             raise team_packages_missing(exc) from None
 
-        ran = self.store.migrated
+        # a database URL opens the PostgreSQL store, which migrated its tables as it opened
+        ran = self.store.migrated if isinstance(self.store, PgStore) else 0
         queue = "installed" if install_queue_schema(url) else "already installed"
         return (
             f"{self.store.location}: Haytham's tables are up to date ({ran} migration(s) run "
@@ -707,7 +746,7 @@ class Haytham:
             files.write_json("session.json", {**meta, "owner": self.actor.id})
         carried = bundle.get("decisions")  # the record travels with a session an admin moves
         trusted = isinstance(carried, list) and self.can(Action.ADMIN)  # nobody else's forged
-        for line in carried if trusted else []:
+        for line in carried if isinstance(carried, list) and trusted else []:
             with contextlib.suppress(ValueError):
                 if audit.Decision.model_validate_json(str(line)).session_id == sid:
                     self.store.append_audit(str(line), sid, json.loads(line)["actor"])
@@ -907,5 +946,7 @@ class Haytham:
         return gate_history(load_steps(self.store.open(session_id), phase), gate)
 
 
-def _public(command: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in command.items() if k != "kind"} | {"command": command.get("kind")}
+def _auto_event(command: GateCommand) -> dict[str, Any]:
+    """An --auto-approve command as the event log has always held it (``kind`` named as such;
+    a reviewer's command names it ``command``, see :func:`haytham.runs.progress.milestone_text`)."""
+    return {"kind": command.kind, **command.given()}

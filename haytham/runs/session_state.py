@@ -29,6 +29,7 @@ def save_state(
     state: SessionState,
     status: str = "completed",
 ) -> None:
+    """Persist ``state`` as step ``seq`` at ``position`` of the session's Burr state."""
     saver = files.persister()
     saver.save(PARTITION, files.session_id, seq, position, State(state.fields()), status)
 
@@ -205,6 +206,7 @@ def storage_errors(files: Session) -> Iterator[None]:
 
 
 def load_state(files: Session) -> SessionState:
+    """The session's latest persisted state."""
     return load_state_seq(files)[0]
 
 

@@ -100,6 +100,8 @@ def intake_status(state: SessionState) -> dict[str, Any] | None:
 
 
 def session_status(files: Session, state: SessionState) -> dict[str, Any]:
+    """The session's status as a JSON-ready dict: where it stands, its gate, stages, overrides,
+    verifications and ambiguities (an unreadable event log is reported, not raised)."""
     try:
         events, unreadable = files.events(), []
     except SessionCorrupt as exc:  # the audit log is damaged; the state still answers

@@ -72,6 +72,7 @@ class StageProgress:
     waiting_since: float | None = None  # its next model call waits for a provider slot
 
     def elapsed(self, now: float | None = None) -> float:
+        """Seconds the stage has been running (to ``now``, default: the current time)."""
         return max(0.0, (now or time.time()) - self.started_at)
 
     def waited(self, now: float | None = None) -> float:
@@ -215,15 +216,18 @@ class RunWorker:
 
     # -- reading -------------------------------------------------------------------------------
     def job(self, session_id: str) -> Job | None:
+        """The session's latest job in this process, if it had one."""
         with self._lock:
             slot = self._slots.get(session_id)
             return slot.job if slot else None
 
     def is_running(self, session_id: str) -> bool:
+        """Whether a job of the session is running in this process now."""
         job = self.job(session_id)
         return job is not None and job.alive
 
     def running(self) -> list[str]:
+        """The sessions with a job running in this process now, sorted."""
         with self._lock:
             return sorted(s for s, slot in self._slots.items() if slot.job.alive)
 

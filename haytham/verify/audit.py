@@ -75,6 +75,7 @@ class CarrierTable:
     rows: tuple[tuple[Invariant, tuple[Carrier, ...]], ...]
 
     def carriers(self, invariant_id: str) -> tuple[Carrier, ...]:
+        """The items that claim to carry the invariant ``invariant_id`` (none if it has no row)."""
         return next((cs for inv, cs in self.rows if inv.id == invariant_id), ())
 
     def __bool__(self) -> bool:

@@ -107,6 +107,7 @@ class VerifyConfig:
         self.check_agents()
 
     def strategy(self, phase: Phase) -> Strategy:
+        """How ``phase`` is verified: ``single``, ``swarm`` or ``off`` (ADR-022's default when unset)."""
         return self.strategies.get(phase, DEFAULT_STRATEGIES[phase])
 
     # -- agent names ------------------------------------------------------------------------
@@ -114,9 +115,11 @@ class VerifyConfig:
         return self.rename.get(default, default)
 
     def single_agent(self, phase: Phase) -> str:
+        """The agent name of ``phase``'s single verifier."""
         return self._name(f"{self.prefix}-{phase.value.lower()}")
 
     def swarm_agent(self, phase: Phase, role: str) -> str:
+        """The agent name of ``role`` in ``phase``'s swarm."""
         return self._name(f"{self.prefix}-{phase.value.lower()}-{role.replace('_', '-')}")
 
     def row(self, phase: Phase) -> str:

@@ -45,9 +45,11 @@ class PhaseVerifier:
 
     @property
     def max_rework_rounds(self) -> int:
+        """How many automatic reworks a phase's verifier may ask for before the gate opens."""
         return self.config.max_rework_rounds
 
     def __call__(self, phase: Phase, state: SessionState) -> PhaseVerification:
+        """Verify ``phase`` with its configured strategy (``off`` says so in the verification)."""
         strategy = self.config.strategy(phase)
         if strategy == "off":
             return off(

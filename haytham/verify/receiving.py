@@ -45,7 +45,7 @@ TIER = "light"
 WARNINGS_KEY = "validation_warnings"
 
 
-class InputRejection(TolerantModel):
+class InputRejection(TolerantModel):  # noqa: D101 - a docstring would enter the tool schema the model reads
     id: str = Field(description="The rejected item's id, exactly as given.")
     reason: str = Field(min_length=1, description="What is wrong and what would fix it.")
 
@@ -208,7 +208,6 @@ class InputValidation:
                 error=redact(str(exc)),
             )
             return []
-        assert isinstance(result, InputValidationResult)
         by_id = {i.id: i for i in items}
         reasons = {r.id.strip(): r.reason for r in result.rejected if r.id.strip() in by_id}
         for item_id, reason in reasons.items():
@@ -255,7 +254,7 @@ class InputValidation:
         )
         ctx.add("reason", f"## Why {spec.slug} rejected it", item.reason)
         try:
-            revised = self.ask(
+            revised: BaseModel = self.ask(
                 reviser_agent(producer.slug),
                 TIER,
                 load_prompt("revise_rejected.md"),
@@ -275,7 +274,6 @@ class InputValidation:
                 error=redact(str(exc)),
             )
             return None
-        assert isinstance(revised, BaseModel)
         data = {**revised.model_dump(mode="json"), "id": item.id}
         self.files.append_event(
             "input_revision", row, consumer=spec.slug, producer=producer.slug, item=item.id, ok=True

@@ -29,6 +29,9 @@ Outcome = Literal["rework", "clear", "max_rounds", "stalled"]
 
 @dataclass(frozen=True)
 class Issue:
+    """One blocking problem a verifier or validator raised against a stage; ``key`` stays the
+    same across reruns, so a rework that fixes nothing is seen as stalled."""
+
     key: str  # stable across reruns, for stall detection
     stage: str
     detail: str

@@ -5,7 +5,7 @@ into findings before the verdict is finalized."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -17,6 +17,8 @@ from haytham.state import SessionState
 from haytham.verify.audit import apply_audit, carrier_table
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
 
+T = TypeVar("T", bound=BaseModel)
+
 
 class Asker(Protocol):
     """``StageRunner.ask``: one structured answer from a fresh agent, or a typed error."""
@@ -27,10 +29,12 @@ class Asker(Protocol):
         tier: str,
         system: str,
         ctx: Context,
-        model_cls: type[BaseModel],
+        model_cls: type[T],
         *,
         account_as: str | None = None,
-    ) -> BaseModel: ...
+    ) -> T:
+        """Ask the agent ``stage`` for one answer of ``model_cls``."""
+        ...
 
 
 def verify_single(
@@ -50,6 +54,5 @@ def verify_single(
         )
     except HaythamError as exc:
         return inconclusive(phase, "single", f"the verifier could not run: {exc}")
-    assert isinstance(raw, PhaseVerification)
     audited = apply_audit(raw, carrier_table(phase, state), state.anchor)
     return finalize(audited, phase, "single")

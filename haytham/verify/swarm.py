@@ -28,6 +28,7 @@ from strands.hooks import (
     AfterModelCallEvent,
     AfterToolCallEvent,
     BeforeInvocationEvent,
+    HookCallback,
     HookProvider,
     HookRegistry,
 )
@@ -114,13 +115,15 @@ class _Calls:
 def build_swarm(
     settings: Settings, models: ModelRuntime, phase: Phase, config: VerifyConfig, sink: _Calls
 ) -> Swarm:
+    """The phase's verifier swarm: its specialists and the coordinator whose structured
+    answer is the verification, each with the turn budget of ``config.limits``."""
     limits = config.limits
     agents: dict[str, Agent] = {}
     for role in ROLES:
         model = build_model(
             settings, config.tier, config.swarm_agent(phase, role), on_call=sink, runtime=models
         )
-        hooks: list[HookProvider] = [_TurnBudget(limits.turns_per_node)]
+        hooks: list[HookProvider | HookCallback[Any]] = [_TurnBudget(limits.turns_per_node)]
         if role in SPECIALISTS:
             hooks.append(_StopAfterHandoff())
         agents[role] = Agent(

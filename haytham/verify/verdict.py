@@ -85,6 +85,7 @@ def _dump(data: Any) -> str:
 
 
 def verification_context(phase: Phase, state: SessionState) -> Context:
+    """A verifier's user message for ``phase`` (see the module docstring for its parts)."""
     outputs = {slug: out.model_dump(mode="json") for slug, out in state.outputs.items()}
     stages = phase_stages(phase)
     slugs = ", ".join(s.slug for s in stages)
@@ -267,6 +268,7 @@ def inconclusive(phase: Phase, strategy: str, reason: str) -> PhaseVerification:
 
 
 def off(phase: Phase, reason: str) -> PhaseVerification:
+    """The verification of a phase whose verifier is off: passed, with ``reason`` saying why."""
     return PhaseVerification(
         phase=phase.value, passed=True, status="off", strategy="off", reason=reason
     )
