@@ -29,9 +29,7 @@ from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES, market_context
 from haytham.state import SessionState
-from haytham.storage.folder import SessionFiles
-from haytham.storage.folder import sqlite_persister as persister
-from haytham.storage.protocol import PARTITION
+from haytham.storage.protocol import PARTITION, Session
 
 ANCHOR = ANCHOR_AGENT
 Kind = Literal["competitor", "statistic", "invariant"]
@@ -124,7 +122,7 @@ class ChaosSpec(BaseModel):
                     f"Chaos stage {stage!r} must be a stage before "
                     f"{STAGES[-1].slug}: {', '.join(s.slug for s in STAGES[:-1])}."
                 )
-            specs.append(cls(kind=kind, stage=stage))  # type: ignore[arg-type]
+            specs.append(cls(kind=kind, stage=stage))
         return specs
 
     def fork_stage(self) -> str:
@@ -209,10 +207,10 @@ def inject(state: dict[str, Any], spec: ChaosSpec, prefer: list[str] | None = No
     return injected
 
 
-def rewrite_state(files: SessionFiles, mutate: Callable[[dict[str, Any]], str]) -> str:
+def rewrite_state(files: Session, mutate: Callable[[dict[str, Any]], str]) -> str:
     """Apply ``mutate`` to the JSON of the session's latest persisted state and persist the
     result as the next step."""
-    saver = persister(str(files.state_db))
+    saver = files.persister()
     loaded = saver.load(PARTITION, files.session_id)
     if not loaded:
         raise InputError(f"Session {files.session_id} has no persisted state to inject into.")

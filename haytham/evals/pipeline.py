@@ -143,7 +143,7 @@ def run_idea(
 ) -> PipelineRun:
     """The idea's clean pipeline run (or a finished earlier one when ``reuse``)."""
     started = time.perf_counter()
-    run = PipelineRun(idea_id, session_id, svc.store.root / session_id)
+    run = PipelineRun(idea_id, session_id, svc.settings.sessions_dir / session_id)
     if reuse and svc.store.exists(session_id):
         try:
             done = svc.load_state(session_id).status is RunStatus.DONE
@@ -176,7 +176,7 @@ def run_chaos(
     prefer: list[str],
 ) -> ChaosResult:
     """Fork ``clean`` after the injected stage, inject, run on, and measure propagation."""
-    result = ChaosResult(kind=spec.kind, stage=spec.stage, verifiers=verifiers)  # type: ignore[arg-type]
+    result = ChaosResult(kind=spec.kind, stage=spec.stage, verifiers=verifiers)
     sid = f"{clean.session_id}-chaos-{spec.kind}-{verifiers}"
     result.session_id = sid
     why = meter.exhausted()
@@ -184,7 +184,7 @@ def run_chaos(
         result.status, result.error = "skipped", why
         return result
     started = time.perf_counter()
-    run = PipelineRun(clean.idea_id, sid, svc.store.root / sid)
+    run = PipelineRun(clean.idea_id, sid, svc.settings.sessions_dir / sid)
     try:
         if svc.store.exists(sid):
             svc.delete_session(sid)

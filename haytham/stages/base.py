@@ -43,7 +43,9 @@ class StageView:
     anchor: ConceptAnchor | None = None
     appetite: str | None = None  # the founder's choice, if any
 
-    def payload(self, slug: str):
+    def payload(self, slug: str) -> Any:
+        """The payload of the earlier stage ``slug`` (its own model, so untyped here), or None
+        when that stage has not run."""
         out = self.outputs.get(slug)
         return None if out is None else out.payload
 

@@ -59,7 +59,8 @@ class CapabilityModel(TolerantModel):
 
     def catalog(self) -> dict[str, str]:
         """The ids later stages may reference, with their names."""
-        return {c.id: c.name for c in [*self.functional, *self.non_functional]}
+        functional = {c.id: c.name for c in self.functional}
+        return functional | {c.id: c.name for c in self.non_functional}
 
 
 class CapabilityModelOutput(StageOutput):

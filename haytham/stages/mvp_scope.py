@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,7 +37,11 @@ validator and the STORIES verifier read it; the prompts and docs say the same va
 (``tests/test_validate_appetite.py`` checks that they agree)."""
 DEFAULT_APPETITE = "medium"
 """The appetite whose bound applies when neither the founder nor mvp-scope chose one."""
-Appetite = Literal[tuple(APPETITES)]  # type: ignore[valid-type]
+Appetite = Literal["small", "medium", "large"]
+"""The appetite names as a type (a type checker cannot read them from :data:`APPETITES`); the
+import fails if the two ever disagree."""
+if get_args(Appetite) != tuple(APPETITES):
+    raise RuntimeError(f"Appetite {get_args(Appetite)} and APPETITES {tuple(APPETITES)} disagree")
 SCOPE_IDS = IdScheme("SCOPE-")
 
 

@@ -93,7 +93,7 @@ class StoryGeneration(TolerantModel):
         unambiguous (a repeated id keeps pointing at its first story)."""
         written = [s.id for s in self.stories]
         renumber(self.stories, STORY_IDS)
-        first = {}
+        first: dict[str, str] = {}
         for raw, final in zip(written, (s.id for s in self.stories), strict=True):
             first.setdefault(str(raw), final)
         known = {s.id: s.title for s in self.stories}
