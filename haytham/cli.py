@@ -84,6 +84,7 @@ def _intake_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``haytham`` parser: every subcommand with its flags (``eval`` from the evals CLI)."""
     parser = argparse.ArgumentParser(
         prog="haytham",
         description="Turn a startup idea into a validated specification that "
@@ -218,6 +219,7 @@ def _service(settings: Settings) -> Haytham:
 
 
 def gate_of(value: str | None) -> int | None:
+    """``--until gate-N`` as the gate number N; None when the flag is absent (no early stop)."""
     return int(value.split("-")[1]) if value else None
 
 
@@ -763,6 +765,8 @@ def _quiet_libraries(debug: bool) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console entry point: run one command and return its exit code (0, or the
+    :class:`HaythamError`'s ``exit_code`` after printing its one sentence)."""
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     with _quiet_libraries(debug):
