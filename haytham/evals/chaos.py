@@ -91,6 +91,8 @@ _STOP = frozenset(
 
 
 class ChaosSpec(BaseModel):
+    """One injection: which kind of error, put into which stage (or the anchor)."""
+
     model_config = ConfigDict(frozen=True)
 
     kind: Kind
@@ -98,6 +100,7 @@ class ChaosSpec(BaseModel):
 
     @property
     def label(self) -> str:
+        """``kind@stage``, as ``--chaos`` spells it."""
         return f"{self.kind}@{self.stage}"
 
     @classmethod
@@ -131,11 +134,15 @@ class ChaosSpec(BaseModel):
         return STAGES[number].slug
 
     def later_stages(self) -> list[str]:
+        """The stages after the injected one: where propagation is measured."""
         number = ANCHOR_SOURCE.number if self.stage == ANCHOR else BY_SLUG[self.stage].number
         return [s.slug for s in STAGES if s.number > number]
 
 
 class ChaosResult(BaseModel):
+    """What one injection run did: its fork session, what was injected, which later stages it
+    reached (the rate), the verifiers' verdicts and what it cost."""
+
     kind: str
     stage: str
     verifiers: Literal["off", "on"]
@@ -228,6 +235,7 @@ def rewrite_state(files: Session, mutate: Callable[[dict[str, Any]], str]) -> st
 
 
 def key_terms(text: str) -> list[str]:
+    """The distinct words of ``text`` of four letters or more, stop words left out, in order."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     return list(dict.fromkeys(w for w in words if len(w) >= 4 and w not in _STOP))
 

@@ -25,7 +25,10 @@ KEY_STAGES = (idea_analysis.SPEC.slug, mvp_scope.SPEC.slug, STORY_STAGE.slug)  #
 
 
 class Encoder(Protocol):
-    def encode(self, texts: list[str]) -> np.ndarray: ...
+    """What the suite needs of a sentence model (the validators' Embedder, or a test stand-in)."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised embedding row per text."""
 
 
 def make_embedder() -> Encoder:

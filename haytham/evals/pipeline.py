@@ -34,6 +34,8 @@ PHASE_STOPS: tuple[int | None, ...] = (2, 3, 4, None)  # run to Gate 2, 3, 4, th
 
 @dataclass
 class PipelineRun:
+    """One idea's pipeline session in the suite: its status, cost, time and final state."""
+
     idea_id: str
     session_id: str
     session_dir: Path
@@ -47,6 +49,7 @@ class PipelineRun:
     state: dict[str, Any] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
+        """The run as the report shows it (the state itself left out)."""
         return {
             "session_id": self.session_id,
             "session_dir": str(self.session_dir),
@@ -72,6 +75,8 @@ def prompts_digest() -> str:
 
 
 def session_id_for(idea_id: str, idea_text: str, settings: Settings) -> str:
+    """``eval-<idea>-<fingerprint>``: the same idea text, provider, models and prompts give the
+    same id, so a finished session can be reused."""
     key = "|".join(
         [idea_text, settings.provider, *(settings.model_id(t) for t in TIERS), prompts_digest()]
     )

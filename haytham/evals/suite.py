@@ -54,6 +54,9 @@ from haytham.runs.service import Haytham
 
 @dataclass(frozen=True)
 class SuiteConfig:
+    """One suite run as ``haytham eval`` asked for it: settings (judge, and pipeline when they
+    differ), ideas, rubrics, replicas, budget, chaos injections and where reports go."""
+
     settings: Settings
     reports_dir: Path
     pipeline_settings: Settings | None = None
@@ -76,9 +79,12 @@ class SuiteConfig:
 
     @property
     def pipe(self) -> Settings:
+        """The pipeline's settings (the judge's, unless the pipeline has its own)."""
         return self.pipeline_settings or self.settings
 
     def comparable(self) -> str:
+        """The providers and model ids of pipeline and judge: only reports with the same key
+        are compared for regressions."""
         ids = ",".join(self.settings.model_id(t) for t in TIERS)
         pipe = ",".join(self.pipe.model_id(t) for t in TIERS)
         return f"pipeline={self.pipe.provider}:{pipe}|judge={self.settings.provider}:{ids}"
