@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.app import PostValidation, make_service
-from haytham.config import TIERS, Settings
+from haytham.config import TIERS, VALIDATOR_NAMES, Settings
 from haytham.evals import calibration as cal
 from haytham.evals.aggregate import mean_or_none
 from haytham.evals.budget import Budget, Meter, cost_usd
@@ -195,9 +195,7 @@ class _Suite:
                 validators=self.c.settings.validators,
             )
         flags = findings + cal.verifier_flags(clean.state)
-        calibration = cal.calibrate(
-            cal.judge_issues(judgements.values()), flags, _validator_names()
-        )
+        calibration = cal.calibrate(cal.judge_issues(judgements.values()), flags, VALIDATOR_NAMES)
         chaos = self._chaos(idea, clean, svc_off, svc) if clean.status == "done" else []
         pipeline_tokens = (
             pipeline_tokens[0] + sum(r.input_tokens for r in chaos),
@@ -251,14 +249,6 @@ class _Suite:
                     self.stopped = self.stopped or result.error
                 results.append(result)
         return results
-
-
-def _validator_names() -> list[str]:
-    try:
-        from haytham.validate import VALIDATOR_NAMES
-    except ImportError:
-        return []
-    return list(VALIDATOR_NAMES)
 
 
 def _cost(

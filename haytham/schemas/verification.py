@@ -13,7 +13,7 @@ Severity = Literal["blocking", "warning"]
 
 
 class InvariantViolation(TolerantModel):
-    """An invariant a stage broke, how (``violation``) and whether it holds the gate."""
+    """An invariant a stage broke, how it broke it and whether that holds the gate."""
 
     invariant: str
     violation: str

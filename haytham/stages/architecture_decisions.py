@@ -61,7 +61,7 @@ class ArchitectureDecisions(TolerantModel):
 
 
 class ArchitectureDecisionsOutput(StageOutput):
-    """Stage 9's answer: the envelope with an :class:`ArchitectureDecisions` payload."""
+    """Stage 9's answer: the shared envelope with an ArchitectureDecisions payload."""
 
     payload: ArchitectureDecisions
 

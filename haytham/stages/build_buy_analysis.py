@@ -59,7 +59,7 @@ class BuildBuyAnalysis(TolerantModel):
 
 
 class BuildBuyAnalysisOutput(StageOutput):
-    """Stage 8's answer: the envelope with a :class:`BuildBuyAnalysis` payload."""
+    """Stage 8's answer: the shared envelope with a BuildBuyAnalysis payload."""
 
     payload: BuildBuyAnalysis
 

@@ -19,7 +19,7 @@ CAPABILITY_IDS = (FUNCTIONAL_IDS, NON_FUNCTIONAL_IDS)
 
 
 class Capability(Assuming):
-    """A functional capability (``CAP-F-nnn``): what the product does, the IN-scope items it
+    """A functional capability (CAP-F-nnn): what the product does, the IN-scope items it
     serves and how it is accepted."""
 
     id: str = Field(
@@ -35,7 +35,7 @@ class Capability(Assuming):
 
 
 class NonFunctional(Assuming):
-    """A non-functional capability (``CAP-NF-nnn``): a quality the product keeps, by category."""
+    """A non-functional capability (CAP-NF-nnn): a quality the product keeps, by category."""
 
     id: str = Field(
         default="",
@@ -72,7 +72,7 @@ class CapabilityModel(TolerantModel):
 
 
 class CapabilityModelOutput(StageOutput):
-    """Stage 6's answer: the envelope with a :class:`CapabilityModel` payload."""
+    """Stage 6's answer: the shared envelope with a CapabilityModel payload."""
 
     payload: CapabilityModel
 

@@ -63,7 +63,7 @@ class IdeaAnalysis(TolerantModel):
 
 
 class IdeaAnalysisOutput(StageOutput):
-    """Stage 1's answer: the envelope with an :class:`IdeaAnalysis` payload."""
+    """Stage 1's answer: the shared envelope with an IdeaAnalysis payload."""
 
     payload: IdeaAnalysis
 

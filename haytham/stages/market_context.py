@@ -90,7 +90,7 @@ class MarketContext(TolerantModel):
 
 
 class MarketContextOutput(StageOutput):
-    """Stage 2's answer: the envelope with a :class:`MarketContext` payload."""
+    """Stage 2's answer: the shared envelope with a MarketContext payload."""
 
     payload: MarketContext
 

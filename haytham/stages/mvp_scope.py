@@ -110,7 +110,7 @@ class MvpScope(TolerantModel):
 
 
 class MvpScopeOutput(StageOutput):
-    """Stage 5's answer: the envelope with an :class:`MvpScope` payload."""
+    """Stage 5's answer: the shared envelope with an MvpScope payload."""
 
     payload: MvpScope
 

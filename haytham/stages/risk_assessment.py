@@ -77,7 +77,7 @@ class RiskAssessment(TolerantModel):
 
 
 class RiskAssessmentOutput(StageOutput):
-    """Stage 3's answer: the envelope with a :class:`RiskAssessment` payload."""
+    """Stage 3's answer: the shared envelope with a RiskAssessment payload."""
 
     payload: RiskAssessment
 

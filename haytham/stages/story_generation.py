@@ -109,7 +109,7 @@ class StoryGeneration(TolerantModel):
 
 
 class StoryGenerationOutput(StageOutput):
-    """Stage 10's answer: the envelope with a :class:`StoryGeneration` payload."""
+    """Stage 10's answer: the shared envelope with a StoryGeneration payload."""
 
     payload: StoryGeneration
 

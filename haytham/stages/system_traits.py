@@ -133,7 +133,7 @@ class SystemTraits(TolerantModel):
 
 
 class SystemTraitsOutput(StageOutput):
-    """Stage 7's answer: the envelope with a :class:`SystemTraits` payload."""
+    """Stage 7's answer: the shared envelope with a SystemTraits payload."""
 
     payload: SystemTraits
 

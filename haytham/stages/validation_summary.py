@@ -77,7 +77,7 @@ class ValidationSummary(TolerantModel):
 
 
 class ValidationSummaryOutput(StageOutput):
-    """Stage 4's answer: the envelope with a :class:`ValidationSummary` payload."""
+    """Stage 4's answer: the shared envelope with a ValidationSummary payload."""
 
     payload: ValidationSummary
 
