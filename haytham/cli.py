@@ -13,7 +13,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, InputError, ProviderError, StageFailed, StorageError
@@ -27,6 +27,9 @@ from haytham.safety.sanitize import terminal_safe
 from haytham.stages.mvp_scope import APPETITES
 from haytham.storage.backends import team_packages_missing
 from haytham.storage.folder import read_capped
+
+if TYPE_CHECKING:
+    from haytham.runs.service import Haytham
 
 GATE_CHOICES = ("gate-1", "gate-2", "gate-3", "gate-4")
 DEBUG_HELP = "show library logs and the traceback behind an error"
@@ -81,6 +84,7 @@ def _intake_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``haytham`` parser: every subcommand with its flags (``eval`` from the evals CLI)."""
     parser = argparse.ArgumentParser(
         prog="haytham",
         description="Turn a startup idea into a validated specification that "
@@ -208,13 +212,14 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
-def _service(settings: Settings):
+def _service(settings: Settings) -> Haytham:
     from haytham.app import make_service  # heavy imports only for commands that need them
 
     return make_service(settings)
 
 
 def gate_of(value: str | None) -> int | None:
+    """``--until gate-N`` as the gate number N; None when the flag is absent (no early stop)."""
     return int(value.split("-")[1]) if value else None
 
 
@@ -353,11 +358,11 @@ def _progressing(
 ) -> contextlib.AbstractContextManager[Any]:
     """Show the session's stages on stderr while the block runs (``--json``: as JSON lines
     on stdout; ``--quiet``: nothing)."""
-    from haytham.runs.progress import events_path, make_renderer, showing_progress
+    from haytham.runs.progress import Mode, events_path, make_renderer, showing_progress
 
     if getattr(args, "quiet", False):
         return contextlib.nullcontext()
-    mode = "json" if getattr(args, "json", False) else "auto"
+    mode: Mode = "json" if getattr(args, "json", False) else "auto"
     renderer = make_renderer(mode, stdout=sys.stdout, stderr=sys.stderr)
     if svc.settings.secret("database_url"):  # team mode: the events are rows, not a file
         try:
@@ -761,6 +766,8 @@ def _quiet_libraries(debug: bool) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console entry point: run one command and return its exit code (0, or the
+    :class:`HaythamError`'s ``exit_code`` after printing its one sentence)."""
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     with _quiet_libraries(debug):

@@ -15,6 +15,7 @@ class HaythamError(Exception):
     exit_code: int = 1
 
     def to_dict(self) -> dict[str, Any]:
+        """The error as JSON for event logs and ``--json`` output: its class name and message."""
         return {"error_type": type(self).__name__, "message": str(self)}
 
 
@@ -39,6 +40,7 @@ class ProviderError(HaythamError):
         self.attempts = attempts
 
     def to_dict(self) -> dict[str, Any]:
+        """The base fields plus whether a retry could help and how many attempts were made."""
         return {**super().to_dict(), "retryable": self.retryable, "attempts": self.attempts}
 
 
@@ -71,6 +73,7 @@ class ContractViolation(HaythamError):
         self.answer: Any = None  # the model's rejected structured answer, when there was one
 
     def to_dict(self) -> dict[str, Any]:
+        """The contract mismatch in full (shapes, keys, details) for the stage's event log."""
         return {
             "error_type": self.error_type,
             "message": str(self),
@@ -92,6 +95,7 @@ class StageFailed(HaythamError):
         self.cause = cause or {}
 
     def to_dict(self) -> dict[str, Any]:
+        """The base fields plus the failed stage and the underlying error's own dict."""
         return {**super().to_dict(), "stage": self.stage, "cause": self.cause}
 
 
@@ -106,6 +110,8 @@ class GateError(HaythamError):
 
 
 class SessionNotFound(HaythamError):
+    """No session has this id in the store; the message names where it looked."""
+
     exit_code = 2
 
 

@@ -26,10 +26,12 @@ Step = Literal["replica", "referee", "done"]
 
 
 def spread(scores: Sequence[float]) -> float:
+    """Highest minus lowest score (0 when there are none)."""
     return (max(scores) - min(scores)) if scores else 0.0
 
 
 def agrees(scores: Sequence[float], agree_within: float) -> bool:
+    """Whether the scores are within ``agree_within`` of each other (fewer than two always do)."""
     return len(scores) < 2 or spread(scores) <= agree_within
 
 
@@ -63,12 +65,14 @@ def trimmed_mean(values: Sequence[float]) -> float:
 
 
 def agreement(scores: Sequence[float]) -> float | None:
+    """``1 - spread / 4`` (1.0: identical, 0.0: a 1 and a 5); None with fewer than two scores."""
     if len(scores) < 2:
         return None
     return round(1.0 - spread(scores) / (SCORE_MAX - SCORE_MIN), 3)
 
 
 def band(center: float, values: Sequence[float]) -> tuple[float, float]:
+    """``center`` ± the standard error of ``values``, clipped to 1..5 (no width below two)."""
     if len(values) < 2:
         return (round(center, 3), round(center, 3))
     err = statistics.stdev(values) / math.sqrt(len(values))
@@ -91,6 +95,7 @@ def aggregate(replica_scores: Sequence[float], referee_score: float | None = Non
 
 
 def mean_or_none(values: Sequence[float | None]) -> float | None:
+    """The mean of the values that are present, rounded to 3 places; None when none are."""
     present = [v for v in values if v is not None]
     return round(sum(present) / len(present), 3) if present else None
 

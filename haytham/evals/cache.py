@@ -17,22 +17,27 @@ from haytham.storage.folder import atomic_write
 
 
 def prompt_hash(payload: dict[str, Any]) -> str:
+    """sha256 (hex) of ``payload`` as canonical JSON: everything that defines one question."""
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class JudgeCache:
+    """Cached judgements, one JSON file each in ``directory``."""
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
     @staticmethod
     def key(rubric_id: str, version: int, digest: str) -> str:
+        """The entry's name: rubric id and version, and the first 40 hex digits of the hash."""
         return f"{rubric_id}.v{version}.{digest[:40]}"
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The cached judgement, or None when absent or unreadable (then rewritten later)."""
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -41,6 +46,7 @@ class JudgeCache:
         return data if isinstance(data, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store a judgement atomically (a reader never sees half a file)."""
         atomic_write(self._path(key), json.dumps(value, ensure_ascii=False, indent=1) + "\n")
 
 

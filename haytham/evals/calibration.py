@@ -22,6 +22,8 @@ OVERLAP = 0.30
 
 
 def verifier_flags(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The phase verifiers' violations and genericization flags in a session's state, as flags
+    shaped like validator findings (``validator`` is ``verifier``)."""
     flags: list[dict[str, Any]] = []
     for phase, v in (state.get("verifications") or {}).items():
         for item in v.get("invariants_violated") or []:
@@ -53,6 +55,8 @@ def _norm(text: str | None) -> str:
 
 
 def matches(issue: JudgeIssue, flag: Mapping[str, Any]) -> bool:
+    """Whether a judge issue confirms a flag: the stages agree (or either is unspecified) and
+    they name the same invariant or share at least 30% of the shorter one's key terms."""
     stage, fstage = issue.stage.strip().lower(), str(flag.get("stage") or "").lower()
     if stage and fstage and stage != fstage:
         return False
@@ -74,6 +78,8 @@ def matches(issue: JudgeIssue, flag: Mapping[str, Any]) -> bool:
 
 
 def judge_issues(judgements: Iterable[Judgement]) -> list[JudgeIssue]:
+    """The distinct issues of the model-scored judgements (rule-scored, failed and skipped ones
+    left out), each kept in its first spelling."""
     seen: dict[tuple[str, str, str], JudgeIssue] = {}
     for j in judgements:
         if j.source != "judge":

@@ -29,9 +29,7 @@ from haytham.schemas.anchor import REQUIRED_PROPERTIES, ConceptAnchor
 from haytham.schemas.envelope import TLDR_MAX_WORDS
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES, market_context
 from haytham.state import SessionState
-from haytham.storage.folder import SessionFiles
-from haytham.storage.folder import sqlite_persister as persister
-from haytham.storage.protocol import PARTITION
+from haytham.storage.protocol import PARTITION, Session
 
 ANCHOR = ANCHOR_AGENT
 Kind = Literal["competitor", "statistic", "invariant"]
@@ -93,6 +91,8 @@ _STOP = frozenset(
 
 
 class ChaosSpec(BaseModel):
+    """One injection: which kind of error, put into which stage (or the anchor)."""
+
     model_config = ConfigDict(frozen=True)
 
     kind: Kind
@@ -100,6 +100,7 @@ class ChaosSpec(BaseModel):
 
     @property
     def label(self) -> str:
+        """``kind@stage``, as ``--chaos`` spells it."""
         return f"{self.kind}@{self.stage}"
 
     @classmethod
@@ -124,7 +125,7 @@ class ChaosSpec(BaseModel):
                     f"Chaos stage {stage!r} must be a stage before "
                     f"{STAGES[-1].slug}: {', '.join(s.slug for s in STAGES[:-1])}."
                 )
-            specs.append(cls(kind=kind, stage=stage))  # type: ignore[arg-type]
+            specs.append(cls(kind=kind, stage=stage))
         return specs
 
     def fork_stage(self) -> str:
@@ -133,11 +134,15 @@ class ChaosSpec(BaseModel):
         return STAGES[number].slug
 
     def later_stages(self) -> list[str]:
+        """The stages after the injected one: where propagation is measured."""
         number = ANCHOR_SOURCE.number if self.stage == ANCHOR else BY_SLUG[self.stage].number
         return [s.slug for s in STAGES if s.number > number]
 
 
 class ChaosResult(BaseModel):
+    """What one injection run did: its fork session, what was injected, which later stages it
+    reached (the rate), the verifiers' verdicts and what it cost."""
+
     kind: str
     stage: str
     verifiers: Literal["off", "on"]
@@ -209,10 +214,10 @@ def inject(state: dict[str, Any], spec: ChaosSpec, prefer: list[str] | None = No
     return injected
 
 
-def rewrite_state(files: SessionFiles, mutate: Callable[[dict[str, Any]], str]) -> str:
+def rewrite_state(files: Session, mutate: Callable[[dict[str, Any]], str]) -> str:
     """Apply ``mutate`` to the JSON of the session's latest persisted state and persist the
     result as the next step."""
-    saver = persister(str(files.state_db))
+    saver = files.persister()
     loaded = saver.load(PARTITION, files.session_id)
     if not loaded:
         raise InputError(f"Session {files.session_id} has no persisted state to inject into.")
@@ -230,6 +235,7 @@ def rewrite_state(files: SessionFiles, mutate: Callable[[dict[str, Any]], str]) 
 
 
 def key_terms(text: str) -> list[str]:
+    """The distinct words of ``text`` of four letters or more, stop words left out, in order."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     return list(dict.fromkeys(w for w in words if len(w) >= 4 and w not in _STOP))
 

@@ -11,20 +11,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from haytham.errors import ConfigError, InputError
+from haytham.schemas.traits import Interface
 from haytham.stages import mvp_scope, system_traits
 from haytham.stages.mvp_scope import Appetite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_IDEAS_FILE = REPO_ROOT / "tests" / "fixtures" / "ideas.json"
-Interface = Literal["web", "mobile", "cli", "api", "desktop", "web_and_mobile"]
 
 
 class ExpectedInvariant(BaseModel):
+    """An invariant the anchor must state: found when any of its keywords appears (any case)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
@@ -32,6 +34,9 @@ class ExpectedInvariant(BaseModel):
 
 
 class Expected(BaseModel):
+    """What a faithful pipeline must produce for an idea, checked by code against the system
+    traits, the mvp-scope appetite and the rendered anchor."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     has_auth: bool

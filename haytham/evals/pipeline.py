@@ -34,6 +34,8 @@ PHASE_STOPS: tuple[int | None, ...] = (2, 3, 4, None)  # run to Gate 2, 3, 4, th
 
 @dataclass
 class PipelineRun:
+    """One idea's pipeline session in the suite: its status, cost, time and final state."""
+
     idea_id: str
     session_id: str
     session_dir: Path
@@ -47,6 +49,7 @@ class PipelineRun:
     state: dict[str, Any] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
+        """The run as the report shows it (the state itself left out)."""
         return {
             "session_id": self.session_id,
             "session_dir": str(self.session_dir),
@@ -72,6 +75,8 @@ def prompts_digest() -> str:
 
 
 def session_id_for(idea_id: str, idea_text: str, settings: Settings) -> str:
+    """``eval-<idea>-<fingerprint>``: the same idea text, provider, models and prompts give the
+    same id, so a finished session can be reused."""
     key = "|".join(
         [idea_text, settings.provider, *(settings.model_id(t) for t in TIERS), prompts_digest()]
     )
@@ -143,7 +148,7 @@ def run_idea(
 ) -> PipelineRun:
     """The idea's clean pipeline run (or a finished earlier one when ``reuse``)."""
     started = time.perf_counter()
-    run = PipelineRun(idea_id, session_id, svc.store.root / session_id)
+    run = PipelineRun(idea_id, session_id, svc.settings.sessions_dir / session_id)
     if reuse and svc.store.exists(session_id):
         try:
             done = svc.load_state(session_id).status is RunStatus.DONE
@@ -176,7 +181,7 @@ def run_chaos(
     prefer: list[str],
 ) -> ChaosResult:
     """Fork ``clean`` after the injected stage, inject, run on, and measure propagation."""
-    result = ChaosResult(kind=spec.kind, stage=spec.stage, verifiers=verifiers)  # type: ignore[arg-type]
+    result = ChaosResult(kind=spec.kind, stage=spec.stage, verifiers=verifiers)
     sid = f"{clean.session_id}-chaos-{spec.kind}-{verifiers}"
     result.session_id = sid
     why = meter.exhausted()
@@ -184,7 +189,7 @@ def run_chaos(
         result.status, result.error = "skipped", why
         return result
     started = time.perf_counter()
-    run = PipelineRun(clean.idea_id, sid, svc.store.root / sid)
+    run = PipelineRun(clean.idea_id, sid, svc.settings.sessions_dir / sid)
     try:
         if svc.store.exists(sid):
             svc.delete_session(sid)

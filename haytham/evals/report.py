@@ -35,6 +35,8 @@ def new_run_dir(reports_dir: Path) -> Path:
 
 
 def read_report(path: Path) -> dict[str, Any] | None:
+    """The report in ``path`` (a run folder or its ``report.json``); None when it is missing,
+    unreadable or of another schema."""
     file = path / REPORT if path.is_dir() else path
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -177,6 +179,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def render_summary(report: Mapping[str, Any]) -> str:
+    """The report as the Markdown of ``summary.md``, for people."""
     cfg = report["config"]
     ideas = report["ideas"]
     rubrics = [r["id"] for r in report["rubrics"]]
@@ -307,6 +310,7 @@ def render_summary(report: Mapping[str, Any]) -> str:
 
 
 def write_report(run_dir: Path, report: Mapping[str, Any]) -> None:
+    """Write ``report.json`` and ``summary.md`` into the run folder, each atomically."""
     atomic_write(run_dir / REPORT, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     atomic_write(run_dir / SUMMARY, render_summary(report))
 

@@ -26,6 +26,9 @@ _ID = re.compile(r"^[a-z0-9-]{1,60}$")
 
 @dataclass(frozen=True)
 class Rubric:
+    """One judge rubric from ``prompts/rubrics/``: its id, version, what it judges (the whole
+    run or ``stage:<slug>``) and its text, with the shared judge preamble."""
+
     id: str
     version: int
     target: str
@@ -45,6 +48,7 @@ class Rubric:
 
     @property
     def system_prompt(self) -> str:
+        """The judge's system prompt: the shared preamble, then this rubric's body."""
         return (self.preamble.rstrip() + "\n\n" + self.body.strip() + "\n").lstrip()
 
     @property

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from haytham.app import PostValidation, make_service
-from haytham.config import TIERS, Settings
+from haytham.config import TIERS, VALIDATOR_NAMES, Settings
 from haytham.evals import calibration as cal
 from haytham.evals.aggregate import mean_or_none
 from haytham.evals.budget import Budget, Meter, cost_usd
@@ -54,6 +54,9 @@ from haytham.runs.service import Haytham
 
 @dataclass(frozen=True)
 class SuiteConfig:
+    """One suite run as ``haytham eval`` asked for it: settings (judge, and pipeline when they
+    differ), ideas, rubrics, replicas, budget, chaos injections and where reports go."""
+
     settings: Settings
     reports_dir: Path
     pipeline_settings: Settings | None = None
@@ -76,9 +79,12 @@ class SuiteConfig:
 
     @property
     def pipe(self) -> Settings:
+        """The pipeline's settings (the judge's, unless the pipeline has its own)."""
         return self.pipeline_settings or self.settings
 
     def comparable(self) -> str:
+        """The providers and model ids of pipeline and judge: only reports with the same key
+        are compared for regressions."""
         ids = ",".join(self.settings.model_id(t) for t in TIERS)
         pipe = ",".join(self.pipe.model_id(t) for t in TIERS)
         return f"pipeline={self.pipe.provider}:{pipe}|judge={self.settings.provider}:{ids}"
@@ -189,9 +195,7 @@ class _Suite:
                 validators=self.c.settings.validators,
             )
         flags = findings + cal.verifier_flags(clean.state)
-        calibration = cal.calibrate(
-            cal.judge_issues(judgements.values()), flags, _validator_names()
-        )
+        calibration = cal.calibrate(cal.judge_issues(judgements.values()), flags, VALIDATOR_NAMES)
         chaos = self._chaos(idea, clean, svc_off, svc) if clean.status == "done" else []
         pipeline_tokens = (
             pipeline_tokens[0] + sum(r.input_tokens for r in chaos),
@@ -245,14 +249,6 @@ class _Suite:
                     self.stopped = self.stopped or result.error
                 results.append(result)
         return results
-
-
-def _validator_names() -> list[str]:
-    try:
-        from haytham.validate import VALIDATOR_NAMES
-    except ImportError:
-        return []
-    return list(VALIDATOR_NAMES)
 
 
 def _cost(

@@ -75,6 +75,9 @@ def _snake(name: str) -> str:
 
 
 class Intent(TolerantModel):
+    """What the founder asked for: the goal, the constraints they stated and what they did not
+    ask for (the anchor's first part)."""
+
     goal: str = Field(min_length=1, description="One sentence: the founder's actual ask.")
     explicit_constraints: list[str] = Field(
         default_factory=list, description="Things the founder stated or clearly implied."
@@ -85,6 +88,7 @@ class Intent(TolerantModel):
 
 
 def invariant_id(n: int) -> str:
+    """The id of the ``n``-th invariant, as items reference it (``INV-3``)."""
     return f"INV-{n}"
 
 
@@ -384,6 +388,9 @@ class Invariant(TolerantModel):
 
 
 class IdentityFeature(TolerantModel):
+    """A distinctive element of the idea that a model tends to genericise, quoted from the idea
+    (``grounded`` is False when code did not find the quote there)."""
+
     feature: str = Field(min_length=1, description="The distinctive element of the idea.")
     why_distinctive: str = Field(default="", description="Why an LLM is likely to genericize it.")
     source: str = Field(default="", description="Exact quote of the idea that shows it.")
@@ -526,6 +533,7 @@ class ConceptAnchor(TolerantModel):
         return ids, unknown
 
     def ids(self) -> list[str]:
+        """The invariants' ids (``INV-n``), in order; part ids aside (see :meth:`ref_ids`)."""
         return [i.id for i in self.invariants]
 
     def ref_ids(self) -> list[str]:
@@ -533,6 +541,7 @@ class ConceptAnchor(TolerantModel):
         return [x for i in self.invariants for x in (i.id, *i.part_ids())]
 
     def open_ambiguities(self) -> list[Invariant]:
+        """Invariants still waiting for a person to clarify them (they hold Gate 1)."""
         return [i for i in self.invariants if i.is_ambiguous]
 
     def open_invariants(self) -> list[Invariant]:
@@ -598,6 +607,11 @@ class ConceptAnchor(TolerantModel):
         return self._replace(inv.property, new)
 
     def remove_non_goal(self, text: str) -> ConceptAnchor:
+        """A copy without the non-goal ``text`` (matched ignoring case and outer spaces).
+
+        Raises:
+            InputError: no non-goal matches; the message lists them.
+        """
         goals = self.intent.non_goals
         matches = [g for g in goals if g.strip().lower() == text.strip().lower()]
         if not matches:
@@ -658,6 +672,7 @@ class ConceptAnchor(TolerantModel):
         return "\n".join(lines)
 
     def token_count(self) -> int:
+        """Roughly how many tokens the rendered anchor takes in a prompt (4 characters each)."""
         return estimate_tokens(self.render())
 
 

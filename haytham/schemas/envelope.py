@@ -34,6 +34,9 @@ def shown_source(source: str, claimed: str | None) -> str:
 
 
 class Claim(TolerantModel):
+    """A factual statement a stage makes, with where it comes from (a search, an estimate or
+    nothing) so the validators can check and the reports can label it."""
+
     statement: str = Field(min_length=1)
     source: Source = Field(description="web_search only when a search tool result supports it.")
     evidence: str | None = Field(default=None, description="URL, tool result or reasoning.")
@@ -102,12 +105,18 @@ class Assuming(Traceable):
 
 
 class InvariantOverride(TolerantModel):
+    """An invariant a stage knowingly did not honour, with why and what it means for the
+    founder."""
+
     invariant: str = Field(description="The invariant's id (INV-n) or property name.")
     reason: str = Field(min_length=1)
     user_impact: str = Field(default="", description="What the founder should know.")
 
 
 class AnchorComplianceReport(TolerantModel):
+    """A stage's own account of the anchor: the invariants and identity features it kept, and
+    those it overrode or genericised."""
+
     invariants_preserved: list[str] = Field(default_factory=list)
     invariants_overridden: list[InvariantOverride] = Field(default_factory=list)
     identity_features_preserved: list[str] = Field(default_factory=list)

@@ -11,6 +11,8 @@ INPUTS_PREFIX = "validate-input:"
 
 
 class Event(BaseModel):
+    """One audit entry: when, what happened (``type``), to which stage, and its details."""
+
     ts: str
     type: str = Field(description="stage_started, stage_completed, stage_failed, model_call, …")
     stage: str | None = None

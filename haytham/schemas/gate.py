@@ -14,6 +14,8 @@ STALE_CHECKS = "stale-checks"
 
 
 class Override(BaseModel):
+    """A blocking item the reviewer (or ``--auto-approve``) let through at a gate, with why."""
+
     target: str = Field(description="What was overridden: a violation, 'NO-GO', a finding.")
     reason: str = Field(min_length=1)
     auto: bool = False
@@ -23,6 +25,9 @@ class Override(BaseModel):
 
 
 class Clarification(BaseModel):
+    """How an ambiguous invariant was settled at Gate 1: the option chosen (by a person or
+    automatically), or left open."""
+
     invariant: str
     choice: str
     auto: bool = False
@@ -32,6 +37,9 @@ class Clarification(BaseModel):
 
 
 class AnchorEdit(BaseModel):
+    """A reviewer's change to the anchor at Gate 1: an invariant's new value or a removed
+    non-goal, before and after."""
+
     kind: Literal["edit_value", "remove_non_goal"]
     target: str
     before: str
@@ -50,6 +58,9 @@ class Recheck(BaseModel):
 
 
 class GateRecord(BaseModel):
+    """One gate's history: its status and round, the decision's note or rework feedback, and
+    every override, clarification, anchor edit and re-check made there."""
+
     gate: int = Field(ge=1, le=4)
     phase: str
     status: GateStatus = "pending"

@@ -55,6 +55,7 @@ class IdScheme:
     width: int = 0
 
     def format(self, number: int) -> str:
+        """The id of ``number`` in this scheme, zero-padded to ``width`` (3 → ``CAP-F-003``)."""
         return f"{self.prefix}{number:0{self.width}d}"
 
     def number(self, raw: object) -> int | None:
@@ -74,6 +75,7 @@ class IdScheme:
         return int(digits) or None
 
     def canonical(self, raw: object) -> str | None:
+        """``raw`` spelled as this scheme spells it (``"scope_01"`` → ``SCOPE-1``), else None."""
         number = self.number(raw)
         return None if number is None else self.format(number)
 
@@ -92,6 +94,7 @@ class DecisionIds:
     fallback: str = "GEN"
 
     def canonical(self, raw: object) -> str | None:
+        """``raw`` as ``DEC-<CATEGORY>-nnn`` (a missing category is ``GEN``), else None."""
         if not isinstance(raw, str):
             return None
         parts = [p for p in _NON_ALNUM.split(raw.upper()) if p]
@@ -101,6 +104,7 @@ class DecisionIds:
         return None
 
     def fresh(self, used: Iterable[str]) -> str:
+        """The ``DEC-GEN-nnn`` after the highest ``DEC-GEN`` id in ``used``."""
         numbers = [
             int(u.rsplit("-", 1)[1])
             for u in used

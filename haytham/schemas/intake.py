@@ -98,7 +98,7 @@ def dimension_of(value: object, question: str = "") -> Dimension:
     suggest, else ``problem``."""
     key = re.sub(r"[^a-z]+", "_", str(value or "").lower()).strip("_")
     if key in DIMENSIONS:
-        return key  # type: ignore[return-value]
+        return key
     for text in (key.replace("_", " "), question.lower()):
         for word, dim in _DIMENSION_WORDS:
             if text and word in text:

@@ -25,6 +25,9 @@ PIN_QUESTION_CONFIDENCE = 0.5
 
 
 class PinAnswer(TolerantModel):
+    """The pin call's answer for one invariant: the family value the idea means (null when it
+    does not say) and, for a clarification question, the value each option means."""
+
     invariant: str = Field(description="The invariant's id (INV-n).")
     value: str | None = Field(
         default=None,

@@ -242,7 +242,8 @@ def near_value(trait: str, value: object) -> str | None:
     allowed = TRAIT_VALUES[trait]
     if key in allowed:
         return key
-    alias = _ALIASES.get(trait, {}).get(key)
+    aliases = _ALIASES.get(trait)
+    alias = aliases.get(key) if aliases is not None else None
     if alias is not None:
         return alias
     squashed = {a.replace("_", ""): a for a in allowed}
@@ -282,7 +283,10 @@ EXCLUSIONS: frozenset[tuple[str, str]] = frozenset(
 
 def satisfies(family: str, pinned: str, actual: str) -> bool:
     """Whether ``actual`` keeps a ``requires`` pin ``family=pinned`` true."""
-    return actual == pinned or actual in SATISFIES.get(family, {}).get(pinned, frozenset())
+    if actual == pinned:
+        return True
+    others = SATISFIES.get(family)
+    return others is not None and actual in others.get(pinned, frozenset())
 
 
 def family_of(kind: str) -> str | None:

@@ -13,6 +13,8 @@ Severity = Literal["blocking", "warning"]
 
 
 class InvariantViolation(TolerantModel):
+    """An invariant a stage broke, how it broke it and whether that holds the gate."""
+
     invariant: str
     violation: str
     severity: Severity
@@ -20,6 +22,8 @@ class InvariantViolation(TolerantModel):
 
 
 class GenericizationFlag(TolerantModel):
+    """A distinctive feature of the idea that a stage replaced by a generic one."""
+
     original_feature: str
     generic_replacement: str
     stage: str
@@ -116,10 +120,13 @@ class PhaseVerification(TolerantModel):
         return kept
 
     def blocking(self) -> list[InvariantViolation]:
+        """The violations that hold the phase's gate until fixed or overridden."""
         return [v for v in self.invariants_violated if v.severity == "blocking"]
 
 
 class ReviewIssue(TolerantModel):
+    """One problem a review raises about a stage, blocking or a warning."""
+
     severity: Severity
     stage: str
     detail: str

@@ -46,6 +46,11 @@ ANCHOR_ACTION = ANCHOR_AGENT.replace("-", "_")
 
 
 def get_stage(slug: str) -> StageSpec:
+    """The stage named ``slug`` (case and outer spaces ignored).
+
+    Raises:
+        InputError: no stage has that slug; the message lists them.
+    """
     spec = BY_SLUG.get(slug.strip().lower())
     if spec is None:
         raise InputError(f"Unknown stage {slug!r}; stages are: {', '.join(BY_SLUG)}.")
@@ -53,6 +58,7 @@ def get_stage(slug: str) -> StageSpec:
 
 
 def phase_stages(phase: Phase) -> tuple[StageSpec, ...]:
+    """The stages of ``phase``, in pipeline order."""
     return tuple(s for s in STAGES if s.phase == phase)
 
 

@@ -15,6 +15,9 @@ DECISION_IDS = DecisionIds()
 
 
 class Decision(Traceable):
+    """One architecture decision: what is decided for which component, the capabilities it
+    serves, the alternatives weighed and the technologies it uses."""
+
     id: str = Field(
         default="",
         description="DEC-<CATEGORY>-nnn, e.g. DEC-AUTH-001 (unique; code renumbers repeats)",
@@ -34,11 +37,16 @@ class Decision(Traceable):
 
 
 class Coverage(TolerantModel):
+    """Which functional capabilities some decision serves and which none does (computed)."""
+
     covered: list[str] = Field(default_factory=list)
     uncovered: list[str] = Field(default_factory=list)
 
 
 class ArchitectureDecisions(TolerantModel):
+    """Stage 9's payload: the decisions, numbered by code, and their coverage of the
+    capabilities."""
+
     decisions: list[Decision] = Field(min_length=1, max_length=15)
     coverage: SkipJsonSchema[Coverage | None] = None  # computed in finalize()
 
@@ -53,10 +61,14 @@ class ArchitectureDecisions(TolerantModel):
 
 
 class ArchitectureDecisionsOutput(StageOutput):
+    """Stage 9's answer: the shared envelope with an ArchitectureDecisions payload."""
+
     payload: ArchitectureDecisions
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Relink what each decision serves to capability-model's ids, then compute which
+    functional capabilities are covered."""
     relink_to_capabilities(output.payload.decisions, "serves", view)
     caps = view.payload("capability-model")
     ids = sorted(c.id for c in caps.functional) if caps is not None else []
@@ -69,6 +81,8 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """Decisions serving unknown capabilities, and capabilities no decision serves, each earn
+    one re-ask."""
     problems = []
     caps = view.payload("capability-model")
     if caps is not None:

@@ -24,6 +24,8 @@ PROMPTS_DIR = Path(str(files("haytham.prompts")))
 
 
 class Phase(StrEnum):
+    """The four phases the stages fall in, in order; each ends at its own gate."""
+
     WHY = "WHY"
     WHAT = "WHAT"
     HOW = "HOW"
@@ -31,6 +33,7 @@ class Phase(StrEnum):
 
     @property
     def gate(self) -> int:
+        """The number of the gate that closes this phase (WHY → 1 … STORIES → 4)."""
         return list(Phase).index(self) + 1
 
 
@@ -43,7 +46,9 @@ class StageView:
     anchor: ConceptAnchor | None = None
     appetite: str | None = None  # the founder's choice, if any
 
-    def payload(self, slug: str):
+    def payload(self, slug: str) -> Any:
+        """The payload of the earlier stage ``slug`` (its own model, so untyped here), or None
+        when that stage has not run."""
         out = self.outputs.get(slug)
         return None if out is None else out.payload
 
@@ -77,6 +82,9 @@ class ItemSource:
 
 @dataclass(frozen=True)
 class StageSpec:
+    """Everything about one stage that the graph, the runner and the checks read: its place,
+    output model, model tier, inputs, deterministic code and what its gate and verifier need."""
+
     number: int
     slug: str
     phase: Phase
@@ -98,21 +106,26 @@ class StageSpec:
 
     @property
     def descriptive(self) -> bool:
+        """Whether the stage describes the whole product, so it must evidence every invariant."""
         return bool(self.items)
 
     @property
     def action(self) -> str:
+        """The stage's name as a Burr action (``idea_analysis``)."""
         return self.slug.replace("-", "_")
 
     @property
     def dir_name(self) -> str:
+        """The stage's folder under a session's ``stages/`` (``01-idea-analysis``)."""
         return f"{self.number:02d}-{self.slug}"
 
     @property
     def prompt_path(self) -> Path:
+        """The stage's prompt file in the packaged ``prompts/stages/``."""
         return PROMPTS_DIR / "stages" / f"{self.slug}.md"
 
     def prompt(self) -> str:
+        """The stage's own prompt text (the runner appends the shared envelope rules)."""
         return self.prompt_path.read_text(encoding="utf-8")
 
     def complete(self, output: StageOutput, view: StageView) -> tuple[StageOutput, list[str]]:

@@ -15,6 +15,9 @@ from haytham.stages.capability_model import Capability, NonFunctional, relink_to
 
 
 class BuildBuyItem(Traceable):
+    """One need of the product: build it, buy it (a named service) or both, the capabilities it
+    serves, the traits it relies on and where it runs."""
+
     need: str
     recommendation: Literal["BUILD", "BUY", "HYBRID"]
     service: str = Field(default="", description="Named service/product when BUY or HYBRID.")
@@ -50,10 +53,14 @@ class BuildBuyItem(Traceable):
 
 
 class BuildBuyAnalysis(TolerantModel):
+    """Stage 8's payload: a BUILD / BUY / HYBRID choice per need."""
+
     items: list[BuildBuyItem] = Field(min_length=1, max_length=12)
 
 
 class BuildBuyAnalysisOutput(StageOutput):
+    """Stage 8's answer: the shared envelope with a BuildBuyAnalysis payload."""
+
     payload: BuildBuyAnalysis
 
 
@@ -64,6 +71,7 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """Needs that reference capabilities capability-model does not have earn one re-ask."""
     caps = view.payload("capability-model")
     if caps is None:
         return []

@@ -19,6 +19,9 @@ CAPABILITY_IDS = (FUNCTIONAL_IDS, NON_FUNCTIONAL_IDS)
 
 
 class Capability(Assuming):
+    """A functional capability (CAP-F-nnn): what the product does, the IN-scope items it
+    serves and how it is accepted."""
+
     id: str = Field(
         default="",
         description="CAP-F-001, … (unique; code renumbers repeats)",
@@ -32,6 +35,8 @@ class Capability(Assuming):
 
 
 class NonFunctional(Assuming):
+    """A non-functional capability (CAP-NF-nnn): a quality the product keeps, by category."""
+
     id: str = Field(
         default="",
         description="CAP-NF-001, … (unique; code renumbers repeats)",
@@ -45,6 +50,8 @@ class NonFunctional(Assuming):
 
 
 class CapabilityModel(TolerantModel):
+    """Stage 6's payload: the functional and non-functional capabilities, numbered by code."""
+
     functional: list[Capability] = Field(min_length=1, max_length=15)
     non_functional: list[NonFunctional] = Field(default_factory=list, max_length=8)
 
@@ -55,14 +62,18 @@ class CapabilityModel(TolerantModel):
         return self
 
     def ids(self) -> set[str]:
+        """Every capability id, functional and non-functional."""
         return {c.id for c in self.functional} | {c.id for c in self.non_functional}
 
     def catalog(self) -> dict[str, str]:
         """The ids later stages may reference, with their names."""
-        return {c.id: c.name for c in [*self.functional, *self.non_functional]}
+        functional = {c.id: c.name for c in self.functional}
+        return functional | {c.id: c.name for c in self.non_functional}
 
 
 class CapabilityModelOutput(StageOutput):
+    """Stage 6's answer: the shared envelope with a CapabilityModel payload."""
+
     payload: CapabilityModel
 
 
@@ -87,6 +98,8 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """Capabilities that serve unknown scope items, and IN-scope items no capability serves,
+    each earn one re-ask."""
     scope = view.payload("mvp-scope")
     if scope is None:
         return []

@@ -25,6 +25,9 @@ Level = Literal["low", "medium", "high"]
 
 
 class Competitor(TolerantModel):
+    """One alternative the idea's users have today: the job it does, its pricing and where that
+    comes from, the cost of leaving it and the gap the idea uses."""
+
     id: str = Field(
         default="",
         description="COMP-01, … (unique; code renumbers repeats)",
@@ -67,6 +70,8 @@ class Competitor(TolerantModel):
 
 
 class MarketContext(TolerantModel):
+    """Stage 2's payload: jobs to be done, market size, trends and the competitor map."""
+
     jobs_to_be_done: list[str] = Field(min_length=1, max_length=6)
     market_size: str = Field(description="Size statement; the number also goes in claims.")
     trends: list[str] = Field(default_factory=list, max_length=6)
@@ -85,6 +90,8 @@ class MarketContext(TolerantModel):
 
 
 class MarketContextOutput(StageOutput):
+    """Stage 2's answer: the shared envelope with a MarketContext payload."""
+
     payload: MarketContext
 
 

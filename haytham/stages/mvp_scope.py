@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,11 +37,17 @@ validator and the STORIES verifier read it; the prompts and docs say the same va
 (``tests/test_validate_appetite.py`` checks that they agree)."""
 DEFAULT_APPETITE = "medium"
 """The appetite whose bound applies when neither the founder nor mvp-scope chose one."""
-Appetite = Literal[tuple(APPETITES)]  # type: ignore[valid-type]
+Appetite = Literal["small", "medium", "large"]
+"""The appetite names as a type (a type checker cannot read them from :data:`APPETITES`); the
+import fails if the two ever disagree."""
+if get_args(Appetite) != tuple(APPETITES):
+    raise RuntimeError(f"Appetite {get_args(Appetite)} and APPETITES {tuple(APPETITES)} disagree")
 SCOPE_IDS = IdScheme("SCOPE-")
 
 
 class ScopeItem(Traceable):
+    """A piece of the MVP, IN or OUT of scope, with the invariants it delivers or (OUT) honours."""
+
     id: str = Field(
         default="",
         description="SCOPE-1, SCOPE-2, … (unique; code renumbers repeats)",
@@ -65,11 +71,16 @@ class ScopeItem(Traceable):
 
 
 class UserFlow(TolerantModel):
+    """A core path through the MVP, as the steps the primary user takes."""
+
     name: str
     steps: list[str] = Field(min_length=1, max_length=8)
 
 
 class MvpScope(TolerantModel):
+    """Stage 5's payload: the one thing, who it is for, the appetite, what is IN and OUT, how
+    success shows and the core flows."""
+
     the_one_thing: str = Field(description="The single outcome the MVP must deliver.")
     primary_segment: str
     input_method: str = Field(description="How the primary user gets data/intent into the product.")
@@ -90,6 +101,7 @@ class MvpScope(TolerantModel):
         return self
 
     def scope_ids(self) -> set[str]:
+        """The ids of the IN-scope items (OUT items are not references later stages may use)."""
         return {i.id for i in self.in_scope}
 
     def catalog(self) -> dict[str, str]:
@@ -98,10 +110,13 @@ class MvpScope(TolerantModel):
 
 
 class MvpScopeOutput(StageOutput):
+    """Stage 5's answer: the shared envelope with an MvpScope payload."""
+
     payload: MvpScope
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """A scope whose appetite differs from the founder's choice earns one re-ask."""
     p: MvpScope = output.payload
     if view.appetite and p.appetite != view.appetite:
         return [f"the founder chose appetite {view.appetite!r}; the scope says {p.appetite!r}"]

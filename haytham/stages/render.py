@@ -58,6 +58,8 @@ def _table(items: list[Mapping[str, Any]]) -> list[str]:
 
 
 def render_value(value: Any, depth: int = 0) -> list[str]:
+    """Markdown lines for a payload value: mappings as bold-keyed bullets (empty values left
+    out), lists of flat records near the top as tables, other lists as bullets."""
     pad = "  " * depth
     if isinstance(value, Mapping):
         lines = []
@@ -83,6 +85,8 @@ def render_value(value: Any, depth: int = 0) -> list[str]:
 
 
 def render_stage(spec: StageSpec, output: Mapping[str, Any]) -> str:
+    """A stage's Markdown page from its output JSON: title, TL;DR, the model's content, the
+    structured payload, the claims table and any anchor compliance, terminal-safe."""
     lines = [
         f"# {spec.number}. {spec.title} ({spec.phase})",
         "",

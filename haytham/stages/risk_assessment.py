@@ -19,6 +19,9 @@ Level = Literal["low", "medium", "high"]
 
 
 class AssessedClaim(TolerantModel):
+    """A claim the idea rests on: whose it is, how much depends on it and how well it is
+    supported."""
+
     statement: str
     origin: Literal["founder", "inferred"] = Field(
         description="founder only if the idea text states it."
@@ -29,6 +32,8 @@ class AssessedClaim(TolerantModel):
 
 
 class Risk(TolerantModel):
+    """A risk to the idea with its likelihood, impact, mitigation and the competitors behind it."""
+
     risk: str
     likelihood: Level = "medium"
     impact: Level = "medium"
@@ -59,20 +64,27 @@ def risk_level(claims: list[AssessedClaim], risks: list[Risk]) -> Level:
 
 
 class RiskAssessment(TolerantModel):
+    """Stage 3's payload: the assessed claims and risks; the overall level is derived by code."""
+
     claims: list[AssessedClaim] = Field(min_length=1, max_length=10)
     risks: list[Risk] = Field(min_length=1, max_length=10)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def risk_level(self) -> Level:
+        """The overall risk level by :func:`risk_level`'s rule, never read from prose."""
         return risk_level(self.claims, self.risks)
 
 
 class RiskAssessmentOutput(StageOutput):
+    """Stage 3's answer: the shared envelope with a RiskAssessment payload."""
+
     payload: RiskAssessment
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Relink each risk's competitor citations to the market map's ids, adding those its own
+    words name (see :func:`~haytham.stages.market_context.cite_competitors`)."""
     for r in output.payload.risks:
         r.competitors = cite_competitors(r.competitors, view, f"{r.risk} {r.mitigation}")
     return output

@@ -25,6 +25,9 @@ STORY_IDS = IdScheme("STORY-", 3)
 
 
 class Story(Assuming):
+    """One implementable story: its layer and component, the CAP and DEC ids it implements, the
+    stories it depends on and how it is accepted."""
+
     id: str = Field(
         default="",
         description="STORY-001, … (unique; code renumbers repeats)",
@@ -82,6 +85,9 @@ def _cycles(stuck: list[str], pending: dict[str, set[str]]) -> list[list[str]]:
 
 
 class StoryGeneration(TolerantModel):
+    """Stage 10's payload: the stories, with their dependency order, cycles and the appetite
+    bound applied (all three computed by code)."""
+
     stories: list[Story] = Field(min_length=1, max_length=40)
     order: SkipJsonSchema[list[str]] = Field(default_factory=list)  # computed
     cycles: SkipJsonSchema[list[list[str]]] = Field(default_factory=list)  # computed
@@ -93,7 +99,7 @@ class StoryGeneration(TolerantModel):
         unambiguous (a repeated id keeps pointing at its first story)."""
         written = [s.id for s in self.stories]
         renumber(self.stories, STORY_IDS)
-        first = {}
+        first: dict[str, str] = {}
         for raw, final in zip(written, (s.id for s in self.stories), strict=True):
             first.setdefault(str(raw), final)
         known = {s.id: s.title for s in self.stories}
@@ -103,10 +109,14 @@ class StoryGeneration(TolerantModel):
 
 
 class StoryGenerationOutput(StageOutput):
+    """Stage 10's answer: the shared envelope with a StoryGeneration payload."""
+
     payload: StoryGeneration
 
 
 def effective_appetite(view: StageView) -> str:
+    """The appetite that bounds the stories: the founder's choice, else mvp-scope's, else
+    :data:`~haytham.stages.mvp_scope.DEFAULT_APPETITE`."""
     scope = view.payload("mvp-scope")
     return view.appetite or (scope.appetite if scope is not None else DEFAULT_APPETITE)
 
@@ -122,6 +132,8 @@ def _implementable(view: StageView) -> dict[str, str]:
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Relink what each story implements to the CAP and DEC ids, default its component to its
+    layer, then record the dependency order, the cycles and the appetite applied."""
     known = _implementable(view)
     for s in output.payload.stories:
         if known:
@@ -136,6 +148,8 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """More stories than the appetite allows, dependency cycles and references to ids that
+    name nothing each earn one re-ask."""
     appetite = effective_appetite(view)
     bound = APPETITE_BOUNDS[appetite]
     problems = []
@@ -161,6 +175,7 @@ def check(output: StageOutput, view: StageView) -> list[str]:
 
 
 def appetite_bound(view: StageView) -> int:
+    """The most stories this session may have (its prompt says so before the count is checked)."""
     return APPETITE_BOUNDS[effective_appetite(view)]
 
 

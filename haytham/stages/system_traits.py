@@ -41,16 +41,22 @@ class _Trait(TolerantModel):
 
 
 class InterfaceTrait(_Trait):
+    """Where people use the product (web, mobile, command line, API, desktop) and why."""
+
     TRAIT: ClassVar[str] = "interface"
     value: Interface
 
 
 class AuthTrait(_Trait):
+    """How users get in (none, invitation, open sign-up, SSO, API key, approval) and why."""
+
     TRAIT: ClassVar[str] = "auth"
     value: Auth
 
 
 class DeploymentTrait(_Trait):
+    """Where the product runs and why."""
+
     TRAIT: ClassVar[str] = "deployment"
     value: Deployment = Field(
         description="hosted (cloud/SaaS), on_prem (customer's servers), air_gapped (no network "
@@ -59,31 +65,43 @@ class DeploymentTrait(_Trait):
 
 
 class DataLayerTrait(_Trait):
+    """How the product keeps its data (relational, documents, files, embedded, none) and why."""
+
     TRAIT: ClassVar[str] = "data_layer"
     value: DataLayer
 
 
 class RealtimeTrait(_Trait):
+    """Whether users must see each other's actions live, and why."""
+
     TRAIT: ClassVar[str] = "realtime"
     value: bool = Field(description="true when users must see each other's actions live.")
 
 
 class CommunicationTrait(_Trait):
+    """The channel the product reaches people through (email, in-app, video, …) and why."""
+
     TRAIT: ClassVar[str] = "communication"
     value: Communication
 
 
 class PaymentsTrait(_Trait):
+    """How money (or barter) changes hands, if at all, and why."""
+
     TRAIT: ClassVar[str] = "payments"
     value: Payments
 
 
 class SchedulingTrait(_Trait):
+    """What the product does on a schedule (calendar, reminders, background jobs) and why."""
+
     TRAIT: ClassVar[str] = "scheduling"
     value: Scheduling
 
 
 class SystemTraits(TolerantModel):
+    """Stage 7's payload: the eight system traits, each a value of the shared vocabulary."""
+
     interface: InterfaceTrait
     auth: AuthTrait
     deployment: DeploymentTrait
@@ -96,6 +114,7 @@ class SystemTraits(TolerantModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def constraints(self) -> dict[str, Any]:
+        """The traits as machine-checkable constraints that later stages are checked against."""
         return {
             "interface": self.interface.value,
             "auth_model": self.auth.value,
@@ -114,6 +133,8 @@ class SystemTraits(TolerantModel):
 
 
 class SystemTraitsOutput(StageOutput):
+    """Stage 7's answer: the shared envelope with a SystemTraits payload."""
+
     payload: SystemTraits
 
 

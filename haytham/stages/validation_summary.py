@@ -21,12 +21,17 @@ Verdict = Literal["GO", "NO-GO", "PIVOT"]
 
 
 class Knockout(TolerantModel):
+    """A criterion the idea must pass at all (one failure makes the verdict NO-GO), with the
+    evidence."""
+
     criterion: str
     passed: bool
     evidence: str = ""
 
 
 class Dimension(TolerantModel):
+    """One scorecard dimension scored 1-5, with its evidence and the competitors it weighs."""
+
     name: str
     score: int = Field(ge=1, le=5)
     evidence: str = ""
@@ -57,6 +62,9 @@ def verdict(
 
 
 class ValidationSummary(TolerantModel):
+    """Stage 4's payload: the scorecard and summary the model writes, and the verdict code
+    derives from them."""
+
     knockout_criteria: list[Knockout] = Field(min_length=1, max_length=6)
     dimensions: list[Dimension] = Field(min_length=1, max_length=8)
     executive_summary: str
@@ -69,10 +77,14 @@ class ValidationSummary(TolerantModel):
 
 
 class ValidationSummaryOutput(StageOutput):
+    """Stage 4's answer: the shared envelope with a ValidationSummary payload."""
+
     payload: ValidationSummary
 
 
 def finalize(output: StageOutput, view: StageView) -> StageOutput:
+    """Relink the dimensions' competitor citations, then set the risk level (stage 3's, or
+    medium without it), the verdict and its reason by :func:`verdict`."""
     risk = view.payload("risk-assessment")
     level = risk.risk_level if risk is not None else "medium"
     p: ValidationSummary = output.payload
@@ -86,6 +98,7 @@ def finalize(output: StageOutput, view: StageView) -> StageOutput:
 
 
 def check(output: StageOutput, view: StageView) -> list[str]:
+    """A PIVOT verdict without pivot options earns one re-ask."""
     p: ValidationSummary = output.payload
     if p.verdict == "PIVOT" and not p.pivot_options:
         return ["the verdict is PIVOT, so pivot_options must list 1-4 concrete pivots"]
