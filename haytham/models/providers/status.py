@@ -45,6 +45,7 @@ def provider_report(
     (the full boto3 credential chain, loading the cassette) run only for the selected provider.
     """
     environ = os.environ if env is None else env
+    remember_settings(settings)  # its credentials and key shapes, for the redacted reasons
     return [
         status_of(
             spec, settings, StatusCheck(environ, thorough=name == settings.provider and env is None)
