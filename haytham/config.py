@@ -467,6 +467,7 @@ class Variable:
 
     @property
     def path(self) -> str:
+        """The field's dotted path (``verify.why``)."""
         return f"{self.section}.{self.field}" if self.section else self.field
 
 

@@ -27,8 +27,8 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
-from haytham.models.limits import Slots
 from haytham.models.failures import classify_error, surfacing, unreachable_reason
+from haytham.models.limits import Slots
 from haytham.safety.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)

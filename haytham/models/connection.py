@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from strands.models import Model
+from strands.types.content import Messages
 
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.factory import ModelRuntime, build_model
@@ -37,7 +38,7 @@ class Connection:
 
 
 async def _call(model: Model) -> None:
-    messages = [{"role": "user", "content": [{"text": PROMPT}]}]
+    messages: Messages = [{"role": "user", "content": [{"text": PROMPT}]}]
     async for _event in model.stream(messages, None, None):
         pass
 

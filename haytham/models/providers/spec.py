@@ -115,6 +115,15 @@ class ProviderSettings(Protocol):
     def updated(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""
 
+    def credentials(self) -> dict[str, str]:
+        """Variable name -> value of every credential that is set (for redaction)."""
+
+    def endpoints(self) -> dict[str, str]:
+        """Settings field -> every endpoint URL that is set (for redaction)."""
+
+    def credential_patterns(self) -> tuple[str, ...]:
+        """The shapes of every provider's keys (for redaction)."""
+
 
 class ModelRuntimeLike(Protocol):
     """The per-process resources a provider's model may use (:class:`~haytham.models.factory.
