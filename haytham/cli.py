@@ -249,10 +249,8 @@ def _print_outcome(outcome: Any, as_json: bool = False) -> None:
 
 
 def _caveat(settings: Settings) -> None:
-    if settings.provider == "local":
-        from haytham.models.providers import LOCAL_MODEL_CAVEAT
-
-        print(f"note: {LOCAL_MODEL_CAVEAT}", file=sys.stderr)
+    if settings.spec.caveat:
+        print(f"note: {settings.spec.caveat}", file=sys.stderr)
 
 
 def strict_arguments(args: argparse.Namespace) -> None:

@@ -25,13 +25,12 @@ never copied into ``os.environ``: the model factory passes the credentials to th
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -46,54 +45,27 @@ from pydantic import (
     field_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 from haytham.errors import ConfigError
+from haytham.models.providers.local import LOCAL_MODEL_ID as LOCAL_MODEL_ID
+from haytham.models.providers.spec import TIERS as TIERS
+from haytham.models.providers.spec import ProviderSpec, ProviderTable
+from haytham.models.providers.table import PROVIDER_TABLE
 from haytham.safety.redact import redact, remember_settings
 
-PROVIDERS: tuple[str, ...] = (
-    "local",
-    "anthropic",
-    "bedrock",
-    "openai",
-    "ollama",
-    "llamacpp",
-    "replay",
-)
-"""Every provider name :func:`haytham.models.factory.build_model` understands."""
-
-TIERS: tuple[str, ...] = ("light", "heavy", "reasoning")
-"""Model tiers: cheap/fast, the default workhorse, and the strongest reasoning model."""
-
-LOCAL_MODEL_ID = "gemma-3-270m-q4_k_m"
-"""Model id reported for the bundled local model (the GGUF served by llama-server)."""
+PROVIDERS: tuple[str, ...] = tuple(PROVIDER_TABLE)
+"""Every provider name :func:`haytham.models.factory.build_model` understands (the table's)."""
 
 DEFAULT_MODEL_IDS: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        "local": MappingProxyType(dict.fromkeys(TIERS, LOCAL_MODEL_ID)),
-        "anthropic": MappingProxyType(
-            {
-                "light": "claude-haiku-4-5",
-                "heavy": "claude-sonnet-4-6",
-                "reasoning": "claude-opus-4-6",
-            }
-        ),
-        "bedrock": MappingProxyType(
-            {
-                "light": "global.anthropic.claude-haiku-4-5-20251001-v1:0",
-                "heavy": "global.anthropic.claude-sonnet-4-6",
-                "reasoning": "global.anthropic.claude-opus-4-6-v1",
-            }
-        ),
-        "openai": MappingProxyType(
-            {"light": "gpt-5-mini", "heavy": "gpt-5.1", "reasoning": "gpt-5.1"}
-        ),
-        "ollama": MappingProxyType(
-            {"light": "llama3.2:3b", "heavy": "qwen3:8b", "reasoning": "qwen3:14b"}
-        ),
-        "llamacpp": MappingProxyType(dict.fromkeys(TIERS, "default")),
-        "replay": MappingProxyType(dict.fromkeys(TIERS, "replay")),
-    }
+    {name: spec.default_models for name, spec in PROVIDER_TABLE.items()}
 )
 """Per-provider default model id for each tier; ``HAYTHAM_MODEL_<TIER>`` overrides them."""
 
@@ -320,6 +292,9 @@ class Settings(BaseSettings):
     safe to log or persist.
     """
 
+    providers: ClassVar[ProviderTable] = PROVIDER_TABLE
+    """The providers these settings accept (a subclass may name another table)."""
+
     model_config = SettingsConfigDict(
         env_prefix="HAYTHAM_",
         frozen=True,
@@ -394,8 +369,8 @@ class Settings(BaseSettings):
     @classmethod
     def _known_provider(cls, value: object) -> object:
         value = _word(value)
-        if value not in PROVIDERS:
-            raise ValueError(f"use one of {', '.join(PROVIDERS)}")
+        if value not in cls.providers:
+            raise ValueError(f"use one of {', '.join(cls.providers)}")
         return value
 
     @field_validator("max_retries")
@@ -433,8 +408,23 @@ class Settings(BaseSettings):
         """
         if tier not in TIERS:
             raise ConfigError(f"Unknown model tier {tier!r}; use one of {', '.join(TIERS)}.")
-        override = getattr(self, f"model_{tier}")
-        return override or DEFAULT_MODEL_IDS[self.provider][tier]
+        override: str | None = getattr(self, f"model_{tier}")
+        return override or self.spec.default_models[tier]
+
+    @property
+    def spec(self) -> ProviderSpec:
+        """The selected provider's spec (:mod:`haytham.models.providers`)."""
+        return self.providers[self.provider]
+
+    def endpoints(self) -> dict[str, str]:
+        """Settings field -> value of every endpoint URL that is set (for redaction)."""
+        fields = [f for spec in self.providers.values() for f in spec.url_fields]
+        values = {f: getattr(self, f, None) for f in (*fields, "search_url")}
+        return {f: v for f, v in values.items() if isinstance(v, str) and v}
+
+    def credential_patterns(self) -> tuple[str, ...]:
+        """The shapes of every provider's keys (regular expressions, for redaction)."""
+        return tuple(p for spec in self.providers.values() for p in spec.credential_patterns)
 
     def secret(self, field: str) -> str | None:
         """The plain value of the credential ``field`` (e.g. ``"anthropic_api_key"``), if set."""
@@ -477,6 +467,7 @@ class Variable:
 
     @property
     def path(self) -> str:
+        """The field's dotted path (``verify.why``)."""
         return f"{self.section}.{self.field}" if self.section else self.field
 
 
@@ -505,6 +496,12 @@ def _variables() -> Iterator[Variable]:
 
 
 VARIABLE_LIST: tuple[Variable, ...] = tuple(_variables())
+_BY_FIELD: Mapping[str, tuple[Variable, ...]] = MappingProxyType(
+    {
+        name: tuple(v for v in VARIABLE_LIST if (v.section or v.field) == name)
+        for name in Settings.model_fields
+    }
+)
 VARIABLES: Mapping[str, str] = MappingProxyType(
     {name: v.path for v in VARIABLE_LIST for name in v.names}
 )
@@ -512,70 +509,69 @@ VARIABLES: Mapping[str, str] = MappingProxyType(
 (``"HAYTHAM_VERIFY_WHY": "verify.why"``)."""
 
 
-class VariablesSource(PydanticBaseSettingsSource):
-    """One layer of variables (the process environment or a `.env` file's values), mapped onto
-    the settings' fields by :data:`VARIABLE_LIST`. Empty values count as unset."""
-
-    def __init__(self, settings_cls: type[BaseSettings], variables: Mapping[str, str]) -> None:
-        super().__init__(settings_cls)
-        self.variables = variables
+class _Mapped(EnvSettingsSource):
+    """pydantic-settings' environment source, with each field's variables taken from
+    :data:`VARIABLE_LIST` (nested sections read ``HAYTHAM_<SECTION>_<FIELD>`` or their field's
+    alias). Empty values count as unset; values are stripped."""
 
     def found(self, var: Variable) -> tuple[str, str] | None:
-        """``(name, value)`` of the first of ``var``'s names set in this layer."""
+        """``(name, value)`` of the first of ``var``'s names set in this source."""
         for name in var.names:
-            raw = self.variables.get(name)
+            raw = self.env_vars.get(name)
             if raw is not None and raw.strip():
                 return name, raw.strip()
         return None
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ maps every field at once
+        """The field's value (a dict of the set fields, for a section) and its key."""
+        found = [(var, hit) for var in _BY_FIELD[field_name] if (hit := self.found(var))]
+        if not found:
+            return None, field_name, False
+        var = found[0][0]
+        if var.section:
+            return {v.key: hit[1] for v, hit in found}, field_name, False
+        return found[0][1][1], var.key, False
 
-    def __call__(self) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for var in VARIABLE_LIST:
-            hit = self.found(var)
-            if hit is None:
-                continue
-            if var.section:
-                values.setdefault(var.section, {})[var.key] = hit[1]
-            else:
-                values[var.key] = hit[1]
-        return values
-
-
-_LAYERS: ContextVar[tuple[VariablesSource, ...]] = ContextVar("haytham_settings_layers", default=())
+    def prepare_field_value(
+        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
+    ) -> Any:
+        """Values go to validation as read: a section is already a dict of its fields."""
+        return value
 
 
-_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+class EnvironmentSource(_Mapped):
+    """The process environment (or the mapping :func:`load_settings` was given)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        super().__init__(settings_cls, env_ignore_empty=True)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self.environ, case_sensitive=True, ignore_empty=True)
+
+
+class DotEnvSource(_Mapped, DotEnvSettingsSource):
+    """A `.env` file, parsed by pydantic-settings (python-dotenv); never exported."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        DotEnvSettingsSource.__init__(
+            self,
+            settings_cls,
+            env_file=path,
+            env_file_encoding="utf-8",
+            dotenv_filtering="only_existing",
+            env_ignore_empty=True,
+        )
+
+
+_LAYERS: ContextVar[tuple[_Mapped, ...]] = ContextVar("haytham_settings_layers", default=())
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """Parse a small ``.env`` file: ``KEY=VALUE`` lines, ``#`` comments, optional quotes.
-
-    Missing files give an empty mapping. Malformed lines are ignored (like most .env readers);
-    values in single or double quotes keep everything inside the quotes, unquoted values end at
-    `` #``.
-    """
-    if not path.is_file():
-        return {}
-    values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _DOTENV_LINE.match(line)
-        if not match:
-            continue
-        key, value = match.group(1), match.group(2)
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            quote, value = value[0], value[1:-1]
-            if quote == '"':
-                value = value.replace("\\n", "\n").replace('\\"', '"')
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        values[key] = value
-    return values
+    """What a ``.env`` file says, as :func:`load_settings` reads it: ``KEY=VALUE`` lines, ``#``
+    comments, optional quotes and ``export``; a missing file says nothing."""
+    source = DotEnvSettingsSource(Settings, env_file=path, env_file_encoding="utf-8")
+    return {k: v for k, v in source.env_vars.items() if v is not None}
 
 
 def load_settings(
@@ -600,10 +596,9 @@ def load_settings(
         TypeError: an override names no field.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
-    file_values = read_dotenv(dotenv) if dotenv is not None else {}
     given = {k: v for k, v in overrides.items() if v is not None}
     _check_overrides(given)
-    layers = (VariablesSource(Settings, environ), VariablesSource(Settings, file_values))
+    layers = (EnvironmentSource(Settings, environ), DotEnvSource(Settings, dotenv))
 
     def build() -> Settings:
         token = _LAYERS.set(layers)
@@ -626,7 +621,7 @@ def _check_overrides(given: Mapping[str, Any]) -> None:
 def _validated(
     build: Callable[[], Settings],
     given: Mapping[str, Any],
-    layers: tuple[VariablesSource, ...],
+    layers: tuple[_Mapped, ...],
     dotenv_label: str,
 ) -> Settings:
     try:
@@ -638,7 +633,7 @@ def _validated(
 def _sentence(
     error: ValidationError,
     given: Mapping[str, Any],
-    layers: tuple[VariablesSource, ...],
+    layers: tuple[_Mapped, ...],
     dotenv_label: str,
 ) -> str:
     """One sentence for the first problem: the value, where it came from, what is accepted."""

@@ -25,6 +25,7 @@ from haytham.models.accounting import (
     messages_text,
 )
 from haytham.models.factory import build_model, context_window
+from haytham.models.providers import anthropic
 from haytham.models.replay import response_events
 
 
@@ -103,6 +104,7 @@ def accounted(
         on_call=calls.append,
         max_retries=max_retries,
         retry_base_delay=delay,
+        credential_hint=anthropic.SPEC.credential_hint,  # as build_model passes it
     )
 
 

@@ -232,7 +232,7 @@ def test_nothing_answering_is_named_at_once_without_retries(
 
 
 def test_an_unknown_host_is_named() -> None:
-    from haytham.models.providers import unreachable_reason
+    from haytham.models.failures import unreachable_reason
 
     try:
         import socket

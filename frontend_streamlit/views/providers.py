@@ -18,10 +18,10 @@ from components.context import CHOSEN_KEY, flash, settings, show_error, show_fla
 from components.safe_text import code, md, no_paths
 from pydantic import SecretStr
 
-from haytham.config import DEFAULT_MODEL_IDS, PROVIDERS, TIERS, Settings
+from haytham.config import TIERS, Settings
 from haytham.errors import HaythamError, InputError
 from haytham.models.connection import check_connection
-from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider, provider_report
+from haytham.models.providers import check_provider, provider_report
 from haytham.safety.redact import redact, remember_settings
 
 PROVIDER_KEY = "provider_name"
@@ -29,27 +29,6 @@ MAX_MODEL_ID = 200
 MAX_URL = 500
 MIN_KEY = 8  # shorter values would not be known to redact(); no real key is that short
 
-LABELS = {
-    "local": "local: the bundled Gemma 3 270M (demo quality, offline)",
-    "anthropic": "anthropic: Claude (API key)",
-    "bedrock": "bedrock: Claude on AWS Bedrock",
-    "openai": "openai: OpenAI, or any OpenAI-compatible server (base URL)",
-    "ollama": "ollama: a running Ollama server",
-    "llamacpp": "llamacpp: a running llama-server",
-    "replay": "replay: the server's recorded cassette (offline)",
-}
-# provider -> (settings field, variable, label) of the key a founder may type here
-KEYS: dict[str, tuple[str, str, str]] = {
-    "anthropic": ("anthropic_api_key", "ANTHROPIC_API_KEY", "Anthropic API key"),
-    "openai": ("openai_api_key", "OPENAI_API_KEY", "API key"),
-    "bedrock": ("aws_bearer_token_bedrock", "AWS_BEARER_TOKEN_BEDROCK", "Bedrock API key"),
-}
-# provider -> (settings field, label, default shown) of its endpoint
-URLS: dict[str, tuple[str, str, str]] = {
-    "openai": ("openai_base_url", "Base URL (leave empty for api.openai.com)", ""),
-    "ollama": ("ollama_host", "Ollama host", "http://localhost:11434"),
-    "llamacpp": ("llamacpp_base_url", "llama-server URL", ""),
-}
 PRIVACY = (
     "A key typed here stays in this server's memory for this browser session only: it is never "
     "written to disk, to session files, events or logs, and reloading the page forgets it. "
@@ -82,34 +61,39 @@ def _from(name: str, base: Settings, chosen: Settings | None) -> Settings | None
 
 def _held_key(name: str, base: Settings, chosen: Settings | None) -> Any:
     """The key typed earlier in this browser session for ``name`` (a ``SecretStr``), if any."""
-    if name not in KEYS or chosen is None or chosen.provider != name:
+    key = base.providers[name].key
+    if key is None or chosen is None or chosen.provider != name:
         return None
-    field = KEYS[name][0]
+    field = key.field
     mine = chosen.secret(field)
     return getattr(chosen, field) if mine and mine != base.secret(field) else None
 
 
-def _model_id(name: str, tier: str) -> str:
+def _model_id(name: str, tier: str, base: Settings) -> str:
+    default = base.providers[name].default_models[tier]
     raw = _typed(_model_key(name, tier))
     if not raw:
-        return DEFAULT_MODEL_IDS[name][tier]
+        return default
     if len(raw) > MAX_MODEL_ID or any(c.isspace() or not c.isprintable() for c in raw):
         raise InputError(
             f"The {tier} model id has spaces or is over {MAX_MODEL_ID} characters: use the id "
-            f"the provider lists, e.g. {DEFAULT_MODEL_IDS[name][tier]}."
+            f"the provider lists, e.g. {default}."
         )
     return raw
 
 
 def _url(name: str, base: Settings) -> str:
-    field, label, _ = URLS[name]
+    url = base.providers[name].url
+    if url is None:
+        return ""
+    field, label = url.field, url.label
     raw = _typed(_url_key(name))
     server = getattr(base, field) or ""
     if raw and raw == redact(server):
         return server  # the server's own URL, shown with its credentials hidden
     if not raw:
-        if name == "llamacpp":
-            raise InputError("Give the llama-server URL, e.g. http://localhost:8080.")
+        if url.required:
+            raise InputError(url.required)
         return ""
     what = label.split(" (")[0]
     if len(raw) > MAX_URL:
@@ -144,7 +128,7 @@ def _key(name: str, base: Settings, chosen: Settings | None) -> Any:
                 f"The key is under {MIN_KEY} characters: paste the whole key"
                 + (
                     " (a compatible server that needs none takes an empty field)."
-                    if name == "openai"
+                    if base.providers[name].url is not None
                     else "."
                 )
             )
@@ -154,22 +138,26 @@ def _key(name: str, base: Settings, chosen: Settings | None) -> Any:
 
 def candidate(name: str, base: Settings, chosen: Settings | None) -> Settings:
     """The settings the form describes, validated; raises :class:`InputError` (one sentence)."""
+    spec = base.providers[name]
     changes: dict[str, Any] = {"provider": name}
     for tier in TIERS:
-        changes[f"model_{tier}"] = _model_id(name, tier)
-    if name in URLS:
-        changes[URLS[name][0]] = _url(name, base)
+        changes[f"model_{tier}"] = _model_id(name, tier, base)
+    if spec.url is not None:
+        changes[spec.url.field] = _url(name, base)
     if name == "bedrock":
         region = _typed("provider_region_bedrock")
         if region and not all(c.isalnum() or c == "-" for c in region):
             raise InputError("The AWS region is a name like us-west-2 (letters, digits, dashes).")
         changes["aws_region"] = region or None
-    if name in KEYS:
-        changes[KEYS[name][0]] = _key(name, base, chosen)
+    if spec.key is not None:
+        changes[spec.key.field] = _key(name, base, chosen)
     conf = base.updated(**changes)
-    keyless = name == "openai" and conf.openai_base_url  # a compatible server may need none
-    if name in ("anthropic", "openai") and not conf.secret(KEYS[name][0]) and not keyless:
-        raise InputError(f"Paste an API key for {name}: the server has no {KEYS[name][1]} either.")
+    # a provider with an endpoint (a compatible server) may need no key
+    keyless = spec.url is not None and getattr(conf, spec.url.field)
+    if spec.needs_key and spec.key and not conf.secret(spec.key.field) and not keyless:
+        raise InputError(
+            f"Paste an API key for {name}: the server has no {spec.key.variable} either."
+        )
     remember_settings(conf)  # from here on, redact() knows a key typed here
     return conf
 
@@ -206,31 +194,33 @@ with st.container(border=True):
 st.info(PRIVACY, icon=":material/lock:")
 
 start_from = (chosen or base).provider
+names = list(base.providers)
 name: str = st.selectbox(
     "Provider",
-    PROVIDERS,
-    index=PROVIDERS.index(start_from),
-    format_func=lambda p: LABELS.get(p, p),
+    names,
+    index=names.index(start_from),
+    format_func=lambda p: base.providers[p].label,
     key=PROVIDER_KEY,
 )
+spec = base.providers[name]
 server_status = next(s for s in provider_report(base) if s.name == name)
 st.caption(f"On the server's settings: {md(no_paths(server_status.reason))}")
-if name == "local":
-    st.warning(LOCAL_MODEL_CAVEAT, icon=":material/warning:")
+if spec.caveat:
+    st.warning(spec.caveat, icon=":material/warning:")
 
 known = _from(name, base, chosen)
-if name in URLS:
-    field, label, fallback = URLS[name]
-    shown = getattr(known, field, None) or getattr(base, field) or fallback
-    st.text_input(label, value=redact(shown or ""), key=_url_key(name))
+if spec.url is not None:
+    field = spec.url.field
+    shown = getattr(known, field, None) or getattr(base, field) or spec.url.default
+    st.text_input(spec.url.label, value=redact(shown or ""), key=_url_key(name))
 if name == "bedrock":
     st.text_input(
         "AWS region (leave empty for the server's or us-west-2)",
         value=(known.aws_region if known else None) or base.aws_region or "",
         key="provider_region_bedrock",
     )
-if name in KEYS:
-    field, variable, label = KEYS[name]
+if spec.key is not None:
+    field, variable, label = spec.key.field, spec.key.variable, spec.key.label
     on_server = "set" if base.secret(field) else "not set"
     held = _held_key(name, base, chosen) is not None
     st.text_input(
@@ -262,9 +252,9 @@ cols = st.columns(len(TIERS))
 for col, tier in zip(cols, TIERS, strict=True):
     col.text_input(
         f"{tier.capitalize()} model",
-        value=known.model_id(tier) if known else DEFAULT_MODEL_IDS[name][tier],
+        value=known.model_id(tier) if known else spec.default_models[tier],
         key=_model_key(name, tier),
-        help=f"Default for {name}: {DEFAULT_MODEL_IDS[name][tier]}",
+        help=f"Default for {name}: {spec.default_models[tier]}",
     )
 
 left, right = st.columns(2)

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from haytham.errors import InputError
 from haytham.models.accounting import ModelCall
+from haytham.models.providers import PROVIDER_TABLE, ProviderTable
 
 # USD per million tokens (input, output), list prices as of early 2026; an estimate only.
 PRICES: Mapping[str, tuple[float, float]] = MappingProxyType(
@@ -27,12 +28,15 @@ PRICES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "gpt-5.1": (1.25, 10.0),
     }
 )
-FREE_PROVIDERS = frozenset({"local", "replay", "ollama", "llamacpp"})
 
 
-def price_of(provider: str, model_id: str) -> tuple[float, float] | None:
-    """(input, output) USD per million tokens, (0, 0) for local providers, None if unknown."""
-    if provider in FREE_PROVIDERS:
+def price_of(
+    provider: str, model_id: str, providers: ProviderTable = PROVIDER_TABLE
+) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens, (0, 0) for a free provider (its spec says so),
+    None if unknown."""
+    spec = providers.get(provider)
+    if spec is not None and spec.free:
         return (0.0, 0.0)
     for name, price in PRICES.items():
         if name in model_id:
@@ -41,6 +45,7 @@ def price_of(provider: str, model_id: str) -> tuple[float, float] | None:
 
 
 def cost_usd(provider: str, model_id: str, input_tokens: int, output_tokens: int) -> float | None:
+    """Estimated USD of one usage (:func:`price_of`), or None for an unknown price."""
     price = price_of(provider, model_id)
     if price is None:
         return None

@@ -24,6 +24,7 @@ from haytham.evals.cache import JudgeCache, prompt_hash
 from haytham.evals.material import judge_material, missing_reason
 from haytham.evals.rubrics import Rubric
 from haytham.models.factory import ModelRuntime, build_model
+from haytham.models.providers import PROVIDER_TABLE, ProviderTable
 from haytham.schemas.base import TolerantModel
 
 JUDGE_TIER = "reasoning"
@@ -83,35 +84,22 @@ class JudgeOptions:
     seed: int = 20260201
 
 
-def apply_determinism(model: Model, provider: str, model_id: str, seed: int) -> str:
-    """Set temperature <= 0.1 and a fixed seed where the provider supports them; say which."""
-    if provider == "replay":
+def apply_determinism(
+    model: Model,
+    provider: str,
+    model_id: str,
+    seed: int,
+    providers: ProviderTable = PROVIDER_TABLE,
+) -> str:
+    """Set temperature <= 0.1 and a fixed seed where the provider supports them (its spec's
+    ``sampling``); say which."""
+    spec = providers[provider]
+    if spec.deterministic:
         return "replayed turns (deterministic by construction)"
-    config: Mapping[str, Any] = model.get_config() or {}
-    notes: list[str] = []
     try:
-        if provider in ("local", "llamacpp", "openai", "anthropic"):
-            params = dict(config.get("params") or {})
-            if provider == "openai" and model_id.startswith(("gpt-5", "o1", "o3", "o4")):
-                notes.append(f"{model_id} accepts no temperature")
-            else:
-                params["temperature"] = DETERMINISTIC_TEMPERATURE
-                notes.append(f"temperature={DETERMINISTIC_TEMPERATURE}")
-            if provider != "anthropic":
-                params["seed"] = seed
-                notes.append(f"seed={seed}")
-            else:
-                notes.append("no seed support")
-            model.update_config(params=params)
-        elif provider == "bedrock":
-            model.update_config(temperature=DETERMINISTIC_TEMPERATURE)
-            notes += [f"temperature={DETERMINISTIC_TEMPERATURE}", "no seed support"]
-        elif provider == "ollama":
-            options = {**dict(config.get("options") or {}), "seed": seed}
-            model.update_config(temperature=DETERMINISTIC_TEMPERATURE, options=options)
-            notes += [f"temperature={DETERMINISTIC_TEMPERATURE}", f"seed={seed}"]
+        notes = spec.sampling(model, model_id, DETERMINISTIC_TEMPERATURE, seed)
     except Exception as exc:  # noqa: BLE001 - a provider refusing config must not stop the suite
-        notes.append(f"could not set sampling ({type(exc).__name__})")
+        notes = [f"could not set sampling ({type(exc).__name__})"]
     return ", ".join(notes)
 
 
@@ -265,7 +253,7 @@ class Judge:
             )
             if self.options.deterministic:
                 self.determinism_note = apply_determinism(
-                    model, self.settings.provider, model_id, seed
+                    model, self.settings.provider, model_id, seed, self.settings.providers
                 )
             agent = Agent(
                 model=model,

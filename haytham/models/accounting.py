@@ -6,7 +6,7 @@ token usage, latency and the number of retries. Transient failures (throttling, 
 errors, HTTP 5xx) are retried with exponential backoff. Bad credentials, bad requests and cassette
 misses are not. Each attempt's events are buffered, so a retried attempt never leaks partial output
 to the agent. (Which errors are transient is decided by
-:func:`haytham.models.providers.classify_error`.)
+:func:`haytham.models.failures.classify_error`.)
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.delegating import DelegatingModel
+from haytham.models.failures import classify_error, surfacing, unreachable_reason
 from haytham.models.limits import Slots
-from haytham.models.providers import (
-    CREDENTIAL_HINTS,
-    classify_error,
-    surfacing,
-    unreachable_reason,
-)
 from haytham.safety.redact import carries_secret, redact, scrubbed
 
 logger = logging.getLogger(__name__)
@@ -145,8 +140,10 @@ class AccountedModel(DelegatingModel):
         on_wait: Callable[[], None] | None = None,
         endpoint: str | None = None,
         on_text: TextSink | None = None,
+        credential_hint: str | None = None,
     ) -> None:
         super().__init__(inner)
+        self.credential_hint = credential_hint  # what to check when credentials are rejected
         self.on_text = on_text  # the tail of the text streamed so far, as it grows
         self.endpoint = endpoint  # the base URL calls go to, named when nothing answers there
         self.slots = slots
@@ -270,8 +267,8 @@ class AccountedModel(DelegatingModel):
             f"The {self.provider} model {self.model_id} (agent {self.agent}) failed after "
             f"{attempts} attempt{'s' if attempts != 1 else ''}: {reason}: {detail}"
         )
-        if reason.startswith("credentials rejected") and self.provider in CREDENTIAL_HINTS:
-            sentence += f"; {CREDENTIAL_HINTS[self.provider]}"
+        if reason.startswith("credentials rejected") and self.credential_hint:
+            sentence += f"; {self.credential_hint}"
         elif retryable:
             sentence += "; try again later" + (
                 " or raise HAYTHAM_MAX_RETRIES" if self.max_retries else ""

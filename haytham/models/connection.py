@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from haytham.config import Settings
+from strands.models import Model
+from strands.types.content import Messages
+
 from haytham.errors import HaythamError, ProviderError
 from haytham.models.factory import ModelRuntime, build_model
+from haytham.models.providers.spec import ProviderSettings
 from haytham.safety.redact import redact, remember_settings
 
 AGENT = "connection-check"
@@ -35,31 +37,13 @@ class Connection:
     latency_s: float
 
 
-def _one_token(model: Any, settings: Settings) -> None:
-    """Cap the reply at one token where the provider's config takes a cap."""
-    provider = settings.provider
-    config = dict(model.get_config() or {})
-    if provider in ("anthropic", "bedrock"):
-        model.update_config(max_tokens=1)
-    elif provider == "ollama":
-        model.update_config(options={**(config.get("options") or {}), "num_predict": 1})
-    elif provider in ("openai", "llamacpp", "local"):
-        # OpenAI's own API takes max_completion_tokens (its reasoning models refuse max_tokens);
-        # compatible servers and llama.cpp take max_tokens
-        cap = (
-            "max_completion_tokens" if provider == "openai" and not settings.openai_base_url else ""
-        )
-        params = {**(config.get("params") or {}), (cap or "max_tokens"): 1}
-        model.update_config(params=params)
-
-
-async def _call(model: Any) -> None:
-    messages = [{"role": "user", "content": [{"text": PROMPT}]}]
+async def _call(model: Model) -> None:
+    messages: Messages = [{"role": "user", "content": [{"text": PROMPT}]}]
     async for _event in model.stream(messages, None, None):
         pass
 
 
-def check_connection(settings: Settings) -> Connection:
+def check_connection(settings: ProviderSettings) -> Connection:
     """One one-token call to ``settings``' heavy model; a :class:`Connection` when it answers.
 
     Raises:
@@ -74,7 +58,7 @@ def check_connection(settings: Settings) -> Connection:
     with ModelRuntime(quick) as models:  # a local server it starts is stopped again
         try:
             model = build_model(quick, TIER, AGENT, runtime=models)
-            _one_token(model, quick)
+            quick.spec.one_token(model, quick)
             began = time.perf_counter()
             asyncio.run(_call(model))
         except HaythamError:

@@ -14,13 +14,11 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from types import MappingProxyType, TracebackType
-from typing import Any
+from types import TracebackType
 
 from pydantic import BaseModel
 from strands.models import Model
 
-from haytham.config import TIERS, Settings
 from haytham.errors import ConfigError
 from haytham.models.accounting import (
     AccountedModel,
@@ -31,40 +29,24 @@ from haytham.models.accounting import (
 )
 from haytham.models.limits import CallSlots, SharedCallSlots, Slots
 from haytham.models.llama_server import LocalServer
-from haytham.models.local import LocalModel
-from haytham.models.providers import boto_session, check_provider
+from haytham.models.providers.spec import TIERS, ModelRequest, ProviderSettings
+from haytham.models.providers.status import check_provider
 from haytham.models.recording import RecordingModel
-from haytham.models.replay import Cassette, ReplayModel
+from haytham.models.replay import Cassette
 from haytham.storage.backends import team_packages_missing
 
 __all__ = ["ModelRuntime", "build_model", "context_window", "estimate_tokens"]
 
-DEFAULT_CONTEXT_WINDOWS = MappingProxyType(
-    {
-        "local": 16384,
-        "anthropic": 200_000,
-        "bedrock": 200_000,
-        "openai": 128_000,
-        "ollama": 8192,
-        "llamacpp": 8192,
-        "replay": 128_000,
-    }
-)
-"""Tokens each provider accepts unless ``HAYTHAM_CONTEXT_WINDOW`` says otherwise."""
 
-MAX_OUTPUT_TOKENS = MappingProxyType({"light": 4096, "heavy": 8192, "reasoning": 16000})
-"""Output token cap per tier for providers that need one (Anthropic, Bedrock)."""
-
-
-def context_window(settings: Settings) -> int:
+def context_window(settings: ProviderSettings) -> int:
     """Tokens the configured model accepts (input and output together), for overflow checks.
 
     For ``local`` this is also the ``-c`` the runtime passes to llama-server.
     """
-    return settings.context_window or DEFAULT_CONTEXT_WINDOWS[settings.provider]
+    return settings.context_window or settings.spec.context_window
 
 
-def call_slots(settings: Settings) -> Slots:
+def call_slots(settings: ProviderSettings) -> Slots:
     """Provider call slots (:mod:`haytham.models.limits`): shared by every worker on the team
     database, else per process."""
     url = settings.secret("database_url")
@@ -84,7 +66,7 @@ class ModelRuntime:
     it between all agents, and close it (or use ``with``) to stop the server.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._server: LocalServer | None = None
@@ -136,126 +118,22 @@ class ModelRuntime:
         self.close()
 
 
-def _require(module: str, extra: str) -> None:
-    try:
-        __import__(module)
-    except ImportError as error:
-        raise ConfigError(
-            f"The {extra} provider needs its extra: run pip install 'haytham[{extra}]'."
-        ) from error
-
-
 def _provider_model(
-    settings: Settings,
+    settings: ProviderSettings,
     tier: str,
     agent: str,
     runtime: ModelRuntime,
     output_model: type[BaseModel] | None = None,
     on_text: TextSink | None = None,
 ) -> Model:
-    """The raw Strands model for the configured provider (no wrappers)."""
-    provider, model_id = settings.provider, settings.model_id(tier)
-    timeout = settings.request_timeout
+    """The raw Strands model for the configured provider (no wrappers): its spec builds it."""
     window = context_window(settings)
-    if provider == "local":
-        return LocalModel(
-            runtime.local_url,
-            model_id=model_id,
-            # a 2-core CPU shared with other work can take minutes per stage; a shorter read
-            # timeout only makes the accounting layer retry the whole generation from scratch
-            timeout=max(timeout, 600.0),
-            context_window=window,
-            output_model=output_model,
-            on_text=on_text,
-        )
-    if provider == "replay":
-        if settings.cassette is None:
-            raise ConfigError("The replay provider needs a cassette: set HAYTHAM_CASSETTE.")
-        replay = ReplayModel(
-            runtime.cassette(settings.cassette),
-            agent,
-            model_id=model_id,
-            latency=settings.replay_latency,
-        )
-        replay.update_config(context_window_limit=window)
-        return replay
-    if provider == "llamacpp":
-        from strands.models.llamacpp import LlamaCppModel
-
-        return LlamaCppModel(
-            base_url=settings.llamacpp_base_url or "http://localhost:8080",
-            timeout=timeout,
-            model_id=model_id,
-            context_window_limit=window,
-        )
-    if provider == "anthropic":
-        _require("anthropic", "anthropic")
-        from strands.models.anthropic import AnthropicModel
-
-        return AnthropicModel(
-            client_args={
-                "api_key": settings.secret("anthropic_api_key"),
-                "max_retries": 0,
-                "timeout": timeout,
-            },
-            model_id=model_id,
-            max_tokens=MAX_OUTPUT_TOKENS[tier],
-        )
-    if provider == "bedrock":
-        from botocore.config import Config as BotocoreConfig
-        from strands.models.bedrock import BedrockModel
-
-        return BedrockModel(
-            boto_session=boto_session(settings),
-            api_key=settings.secret("aws_bearer_token_bedrock"),
-            model_id=model_id,
-            max_tokens=MAX_OUTPUT_TOKENS[tier],
-            boto_client_config=BotocoreConfig(
-                read_timeout=timeout,
-                connect_timeout=min(timeout, 30.0),
-                retries={"max_attempts": 1, "mode": "standard"},
-            ),
-        )
-    if provider == "openai":
-        _require("openai", "openai")
-        from strands.models.openai import OpenAIModel
-
-        client_args: dict[str, Any] = {
-            "api_key": settings.secret("openai_api_key") or "not-needed",
-            "max_retries": 0,
-            "timeout": timeout,
-        }
-        if settings.openai_base_url:
-            client_args["base_url"] = settings.openai_base_url
-        return OpenAIModel(client_args=client_args, model_id=model_id)
-    if provider == "ollama":
-        _require("ollama", "ollama")
-        from strands.models.ollama import OllamaModel
-
-        return OllamaModel(
-            settings.ollama_host or "http://localhost:11434",
-            ollama_client_args={"timeout": timeout},
-            model_id=model_id,
-            options={"num_ctx": window},
-        )
-    raise ConfigError(f"Unknown provider {provider!r}.")  # Settings validation prevents this
-
-
-def endpoint_of(settings: Settings) -> str | None:
-    """The base URL a provider's calls go to, where the settings name one (for the message
-    when nothing answers there); ``None`` for the cloud SDKs' own endpoints and the local
-    server this process starts."""
-    if settings.provider == "openai":
-        return settings.openai_base_url or None
-    if settings.provider == "llamacpp":
-        return settings.llamacpp_base_url or "http://localhost:8080"
-    if settings.provider == "ollama":
-        return settings.ollama_host or "http://localhost:11434"
-    return None
+    request = ModelRequest(settings, tier, agent, runtime, window, output_model, on_text)
+    return settings.spec.build(request)
 
 
 def build_model(
-    settings: Settings,
+    settings: ProviderSettings,
     tier: str,
     agent: str,
     *,
@@ -289,8 +167,9 @@ def build_model(
     check_provider(settings)
     owned = runtime is None
     active = runtime or ModelRuntime(settings)
+    spec = settings.spec
     inner = _provider_model(settings, tier, agent, active, output_model, on_text)
-    if settings.record_to is not None and settings.provider != "replay":
+    if settings.record_to is not None and spec.records:
         inner = RecordingModel(inner, agent, settings.record_to)
     model = AccountedModel(
         inner,
@@ -304,8 +183,9 @@ def build_model(
         retry_base_delay=settings.retry_base_delay,
         slots=active.slots,
         on_wait=on_wait,
-        endpoint=endpoint_of(settings),
+        endpoint=spec.endpoint(settings),
         on_text=on_text,
+        credential_hint=spec.credential_hint,
     )
     if owned:
         weakref.finalize(model, active.close)

