@@ -54,6 +54,8 @@ def cost_usd(provider: str, model_id: str, input_tokens: int, output_tokens: int
 
 @dataclass(frozen=True)
 class Budget:
+    """Limits on one suite run: total tokens and wall time in milliseconds (None: no limit)."""
+
     tokens: int | None = None
     ms: int | None = None
 
@@ -78,6 +80,7 @@ class Budget:
         return cls(tokens=values.get("tokens"), ms=values.get("ms"))
 
     def describe(self) -> str:
+        """The budget as the --budget option spells it, or ``none``."""
         parts = ([f"tokens={self.tokens}"] if self.tokens is not None else []) + (
             [f"ms={self.ms}"] if self.ms is not None else []
         )
@@ -98,9 +101,11 @@ class Meter:
         self.cached = 0
 
     def elapsed_ms(self) -> float:
+        """Milliseconds since the suite run started."""
         return (time.perf_counter() - self._started) * 1000
 
     def add(self, input_tokens: int, output_tokens: int, calls: int = 1, failed: int = 0) -> None:
+        """Count one or more finished model calls (thread-safe)."""
         with self._lock:
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
@@ -112,11 +117,13 @@ class Meter:
         self.add(call.input_tokens, call.output_tokens, 1, 0 if call.ok else 1)
 
     def cache_hit(self) -> None:
+        """Count one judgement answered from the cache (no model call)."""
         with self._lock:
             self.cached += 1
 
     @property
     def tokens(self) -> int:
+        """Input plus output tokens spent so far."""
         return self.input_tokens + self.output_tokens
 
     def exhausted(self, extra_tokens: int = 0) -> str | None:
@@ -129,6 +136,7 @@ class Meter:
         return None
 
     def snapshot(self) -> dict[str, float | int]:
+        """The counters as the suite report stores them."""
         return {
             "calls": self.calls,
             "failed_calls": self.failed_calls,

@@ -49,6 +49,7 @@ def _positive_int(text: str) -> int:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    """Add the ``haytham evals`` options to ``p``."""
     p.add_argument(
         "--provider",
         help="local|anthropic|bedrock|openai|ollama|llamacpp "

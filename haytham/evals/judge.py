@@ -33,6 +33,8 @@ DETERMINISTIC_TEMPERATURE = 0.0
 
 
 class JudgeIssue(TolerantModel):
+    """One problem a judge names: where it is and what it is, in one sentence."""
+
     stage: str = Field(default="", description="Slug of the stage where the problem is, or empty.")
     invariant: str = Field(default="", description="Anchor invariant property concerned, or empty.")
     detail: str = Field(min_length=1, description="One sentence.")
@@ -47,6 +49,8 @@ class Score(TolerantModel):
 
 
 class ReplicaVerdict(BaseModel):
+    """One judge replica's answer for one rubric (or why it gave none)."""
+
     label: str
     score: int | None = None
     rationale: str = ""
@@ -77,6 +81,9 @@ class Judgement(BaseModel):
 
 @dataclass(frozen=True)
 class JudgeOptions:
+    """How a rubric is judged: replicas, how close they must agree, and whether a referee settles
+    a split."""
+
     k: int = 2
     agree_within: float = 1.0
     referee: bool = True
@@ -106,6 +113,8 @@ def apply_determinism(
 def prompt_for(
     rubric: Rubric, material: str, label: str, earlier: list[ReplicaVerdict] | None = None
 ) -> str:
+    """The judge's prompt: the rubric, the material it judges, and earlier replicas' verdicts if
+    any."""
     head = (
         f"# Evaluation: {rubric.title} (rubric {rubric.id} v{rubric.version})\n"
         f"{label}. Judge independently; answer with the Score tool.\n"
@@ -142,6 +151,8 @@ class Judge:
         self.determinism_note = ""
 
     def judge(self, rubric: Rubric, state: Mapping[str, Any]) -> Judgement:
+        """Judge ``state`` (a finished session's outputs) against ``rubric``: replicas, then a
+        referee when they disagree."""
         base = {
             "rubric": rubric.id,
             "version": rubric.version,
@@ -263,9 +274,10 @@ class Judge:
                 name=rubric.agent,
             )
             result = agent(prompt, structured_output_model=Score, limits={"turns": REPAIR_TURNS})
-            score = result.structured_output
-            if not isinstance(score, Score):
+            answer = result.structured_output
+            if not isinstance(answer, Score):
                 raise ValueError("the judge gave no Score")
+            score = answer
         except Exception as exc:  # noqa: BLE001 - a failed replica is reported, never fatal
             message = " ".join(str(exc).split())[:300] or type(exc).__name__
             return ReplicaVerdict(

@@ -157,7 +157,7 @@ class AccountedModel(DelegatingModel):
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Messages,
         tool_specs: Any = None,
@@ -171,7 +171,7 @@ class AccountedModel(DelegatingModel):
         ):
             yield event
 
-    async def structured_output(  # type: ignore[override]
+    async def structured_output(
         self,
         output_model: type[T],
         prompt: Messages,

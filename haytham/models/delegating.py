@@ -18,19 +18,23 @@ class DelegatingModel(Model):
         """The inner model's config (Strands reads ``model.config["model_id"]`` for tracing)."""
         return self.inner.get_config()
 
-    @property  # type: ignore[override]
-    def _supports_structured_output(self) -> bool:
+    @property
+    def _supports_structured_output(self) -> bool:  # type: ignore[override]  # Strands' Model has a plain attribute
         return bool(getattr(self.inner, "_supports_structured_output", False))
 
     @property
     def stateful(self) -> bool:
+        """Whether the wrapped model keeps conversation state between calls."""
         return self.inner.stateful
 
     def update_config(self, **model_config: Any) -> None:
+        """Pass configuration through to the wrapped model."""
         self.inner.update_config(**model_config)
 
     def get_config(self) -> Any:
+        """The wrapped model's configuration."""
         return self.inner.get_config()
 
     async def count_tokens(self, *args: Any, **kwargs: Any) -> int:
+        """The wrapped model's token count for a request."""
         return await self.inner.count_tokens(*args, **kwargs)

@@ -35,9 +35,14 @@ Waiting = Callable[[], None] | None
 
 
 class Slots(Protocol):
+    """Something that holds a provider slot around one model call."""
+
     def held(
         self, provider: str, waiting: Waiting = None
-    ) -> contextlib.AbstractAsyncContextManager[None]: ...
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold one of ``provider``'s call slots while the block runs; ``waiting`` hears once
+        that the call waits."""
+        ...
 
 
 class CallSlots:
@@ -54,6 +59,8 @@ class CallSlots:
 
     @contextlib.asynccontextmanager
     async def held(self, provider: str, waiting: Waiting = None) -> AsyncIterator[None]:
+        """Hold one of ``provider``'s call slots in this process; ``waiting`` hears once that the
+        call waits."""
         sem = self._sem(provider)
         told = False
         while not sem.acquire(blocking=False):
@@ -123,14 +130,18 @@ class SharedCallSlots:
 
     @contextlib.asynccontextmanager
     async def held(self, provider: str, waiting: Waiting = None) -> AsyncIterator[None]:
+        """Hold a slot in this process and one of the team's slots in the shared database."""
         async with self._local.held(provider, waiting):
             taking = asyncio.ensure_future(asyncio.to_thread(self._acquire, provider, waiting))
             try:
                 conn = await asyncio.shield(taking)
             except asyncio.CancelledError:  # the thread goes on: give its slot back once taken
-                taking.add_done_callback(
-                    lambda t: t.cancelled() or t.exception() or self._release(t.result())
-                )
+
+                def give_back(t: asyncio.Future[Any]) -> None:
+                    if not t.cancelled() and t.exception() is None:
+                        self._release(t.result())
+
+                taking.add_done_callback(give_back)
                 raise
             try:
                 yield

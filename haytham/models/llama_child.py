@@ -31,6 +31,8 @@ def watch_parent(parent: int, stop: threading.Event, every: float = 1.0) -> None
 
 
 def serve(model: str, port: int, context_size: int, threads: int, parent: int | None) -> None:
+    """Serve ``model`` on loopback ``port`` until stopped, or until the parent process ``parent``
+    is gone."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -57,6 +59,8 @@ def serve(model: str, port: int, context_size: int, threads: int, parent: int | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the model server child process (``python -m haytham.models.llama_child``); the exit
+    status."""
     parser = argparse.ArgumentParser(prog="python -m haytham.models.llama_child")
     parser.add_argument("--model", required=True)
     parser.add_argument("--port", type=int, required=True)

@@ -94,7 +94,7 @@ class LocalModel(LlamaCppModel):
         # while llama.cpp reads the prompt first), this hears what a page can show
         self.on_text = on_text
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Messages,
         tool_specs: list[Any] | None = None,
@@ -208,7 +208,7 @@ class LocalModel(LlamaCppModel):
                     if choice.get("finish_reason"):
                         yield "finish", choice["finish_reason"]
 
-    async def structured_output(  # type: ignore[override]
+    async def structured_output(
         self,
         output_model: type[T],
         prompt: Messages,

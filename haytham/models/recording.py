@@ -106,7 +106,7 @@ class RecordingModel(DelegatingModel):
             },
         )
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Messages,
         tool_specs: Any = None,
@@ -120,7 +120,7 @@ class RecordingModel(DelegatingModel):
             yield event
         self._record(messages, system_prompt, items_from_events(events))
 
-    async def structured_output(  # type: ignore[override]
+    async def structured_output(
         self,
         output_model: type[T],
         prompt: Messages,

@@ -264,9 +264,11 @@ class ReplayModel(Model):
         self.config: dict[str, Any] = {"model_id": model_id}
 
     def update_config(self, **model_config: Any) -> None:
+        """Merge ``model_config`` into the replay model's configuration."""
         self.config.update(model_config)
 
     def get_config(self) -> dict[str, Any]:
+        """The replay model's configuration (its model id)."""
         return self.config
 
     def _lookup(self, messages: Messages, system_prompt: str | None) -> tuple[CassetteEntry, str]:
@@ -281,7 +283,7 @@ class ReplayModel(Model):
             )
         return entry, text
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Messages,
         tool_specs: Any = None,
@@ -295,7 +297,7 @@ class ReplayModel(Model):
         for event in response_events(entry.response, turn_of(messages), estimate_tokens(text)):
             yield event
 
-    async def structured_output(  # type: ignore[override]
+    async def structured_output(
         self,
         output_model: type[T],
         prompt: Messages,

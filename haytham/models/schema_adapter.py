@@ -161,12 +161,12 @@ def _number_choices(node: Mapping[str, Any], *, integer: bool) -> list[int | flo
     span = float(high - low)
     if span == 0:
         return None if (low_open or high_open) else [float(low)]
-    step = _nice_step(span)
-    decimals = max(0, -math.floor(math.log10(step)) + 2)
-    start = math.ceil(low / step) * step
+    fine = _nice_step(span)
+    decimals = max(0, -math.floor(math.log10(fine)) + 2)
+    start = math.ceil(low / fine) * fine
     out: list[int | float] = []
-    for index in range(int((high - start) / step + 1e-9) + 1):
-        value = round(start + index * step, decimals)
+    for index in range(int((high - start) / fine + 1e-9) + 1):
+        value = round(start + index * fine, decimals)
         if (
             (not low_open or value > low)
             and (not high_open or value < high)

@@ -26,15 +26,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from haytham.changes.impact import impact_lines
+from haytham.errors import InputError, StorageError
+from haytham.pipeline.staleness import stale_checks
 from haytham.reports.blockers import target_name
 from haytham.reports.caveats import anchor_lines, check_caveats, open_questions
-from haytham.errors import InputError, StorageError
-from haytham.changes.impact import impact_lines
-from haytham.pipeline.staleness import stale_checks
-from haytham.state import SessionState, payload_of
-from haytham.stages.render import render_stage
 from haytham.safety.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES, STORY_STAGE, market_context, risk_assessment, validation_summary
+from haytham.stages.render import render_stage
+from haytham.state import SessionState, payload_of
 from haytham.storage.folder import write_synced
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear", "competitors", "pdf", "validation-pdf")

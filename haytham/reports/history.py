@@ -25,15 +25,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from haytham.errors import SessionCorrupt
 from haytham.changes.impact import compute_impact, impact_lines
+from haytham.errors import SessionCorrupt
 from haytham.pipeline.gates import open_items
 from haytham.pipeline.graph import gate_name, verify_name
-from haytham.state import SessionState, check_row, state_from_row
 from haytham.schemas.envelope import StageOutput
 from haytham.schemas.gate import STALE_CHECKS, GateRecord
 from haytham.schemas.revision import Impact, Revision
 from haytham.stages import BY_SLUG, STAGES, Phase, phase_stages
+from haytham.state import SessionState, check_row, state_from_row
 from haytham.storage.protocol import Session
 
 AUTO_FEEDBACK = "[automatic rework by the verifier] "

@@ -43,13 +43,12 @@ from reportlab.platypus import (
     TableStyle,
 )
 
+from haytham.changes.impact import impact_lines
+from haytham.errors import InputError
+from haytham.idea.intake import split_clarifications
 from haytham.reports.blockers import stage_name, target_name
 from haytham.reports.caveats import check_caveats, open_questions
-from haytham.errors import InputError
-from haytham.changes.impact import impact_lines
-from haytham.idea.intake import split_clarifications
 from haytham.reports.pdf_columns import Fitted, fit_widths
-from haytham.state import SessionState, payload_of
 from haytham.safety.sanitize import terminal_safe
 from haytham.schemas.anchor import Invariant
 from haytham.schemas.gate import STALE_CHECKS
@@ -65,6 +64,7 @@ from haytham.stages import (
     risk_assessment,
     system_traits,
 )
+from haytham.state import SessionState, payload_of
 
 REPORTS = ("validation", "specification")
 FONT, BOLD = "HaythamSans", "HaythamSans-Bold"
