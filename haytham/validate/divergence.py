@@ -125,19 +125,51 @@ def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
     return out
 
 
+FIDELITY_GAP = 0.18
+"""A descriptive stage this far below the session's best other descriptive stage reads generic
+(relative to this idea's own level: kiln-like ideas whose faithful stages all sit near 0 are not
+flagged; on the tuning set faithful gaps reach 0.17, genericized stages 0.19 to 0.48)."""
+ALL_GENERIC = -0.05
+"""With other descriptive stages to compare, a stage below this leans clearly toward the generic
+texts whatever the others do (all descriptive stages genericized at once)."""
+
+
 def _genericized(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Finding]:
-    floor = ctx.settings.stage_fidelity_floor
-    return [
-        finding(
-            NAME,
-            slug,
-            f"{slug} reads more like the generic product the anchor rules out than like this "
-            f"idea (fidelity {row['fidelity']:+.2f} < {floor:+.2f})",
-            evidence=f"similarity to idea {row['idea']:.2f}",
+    """Descriptive stages that read generic **relative to the session**: ``FIDELITY_GAP`` below
+    the best other descriptive stage, or below ``ALL_GENERIC``. Only when no other descriptive
+    stage is embedded (the per-stage run of the first one) the absolute
+    ``stage_fidelity_floor`` decides, as before issue 26."""
+    fid = {s: r["fidelity"] for s, r in divergence.items() if s in DESCRIPTIVE and "fidelity" in r}
+    found = []
+    for slug, value in fid.items():
+        if not ctx.wants(slug):
+            continue
+        others = {s: v for s, v in fid.items() if s != slug}
+        if others:
+            best_slug = max(others, key=lambda s: others[s])
+            if value < others[best_slug] - FIDELITY_GAP:
+                why = (
+                    f"fidelity {value:+.2f}, {others[best_slug] - value:.2f} below "
+                    f"{best_slug}'s {others[best_slug]:+.2f}"
+                )
+            elif value < ALL_GENERIC:
+                why = f"fidelity {value:+.2f} < {ALL_GENERIC:+.2f}"
+            else:
+                continue
+        elif value < ctx.settings.stage_fidelity_floor:
+            why = f"fidelity {value:+.2f} < {ctx.settings.stage_fidelity_floor:+.2f}"
+        else:
+            continue
+        found.append(
+            finding(
+                NAME,
+                slug,
+                f"{slug} reads more like the generic product the anchor rules out than like "
+                f"this idea ({why})",
+                evidence=f"similarity to idea {divergence[slug]['idea']:.2f}",
+            )
         )
-        for slug, row in divergence.items()
-        if slug in DESCRIPTIVE and ctx.wants(slug) and row.get("fidelity", floor) < floor
-    ]
+    return found
 
 
 def _carried_ratios(
@@ -217,5 +249,6 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
 
 
 def check(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], dict[str, dict[str, float]]]:
-    divergence = {k: v for k, v in curve(ctx, vecs).items() if ctx.wants(k)}
-    return _genericized(ctx, divergence) + _dropped(ctx, vecs), divergence
+    full = curve(ctx, vecs)
+    divergence = {k: v for k, v in full.items() if ctx.wants(k)}
+    return _genericized(ctx, full) + _dropped(ctx, vecs), divergence

@@ -1,0 +1,122 @@
+"""Issue 26, second round: carriers silent on their invariant (words and meaning, relative to the
+session) and the genericized-stage check relative to the session's own fidelity level."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from haytham.validate import Embedder, Snapshot, ValidatorSettings, load_snapshot, run_validators
+from haytham.validate import carriers, divergence
+from haytham.validate.calibration import load_case
+from haytham.validate.common import Context
+
+DEV = Path(__file__).parent / "fixtures" / "claimed" / "dev"
+
+
+def snap(name: str, tmp_path: Path) -> Snapshot:
+    return load_snapshot(load_case(DEV / name, tmp_path / name).path)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[Embedder]:
+    yield Embedder()
+
+
+def test_words_match_after_stemming_and_by_prefix_of_four_letters() -> None:
+    assert carriers._has("induct", {"induction"})
+    assert carriers._has("encrypt", {"encrypted"})
+    assert not carriers._has("sat", {"saturday"})  # three letters: too short to match by prefix
+    assert not carriers._has("month", {"moth"})
+
+
+def test_silence_needs_another_stage_that_uses_the_words() -> None:
+    w = carriers.Words(("vouch", "exist"), {"a": frozenset(), "b": frozenset({"vouch", "exist"})})
+    assert w.silent("a") and not w.silent("b")
+    one = carriers.Words(("vouch",), {"a": frozenset(), "b": frozenset({"vouch"})})
+    assert not one.silent("a")  # one shared word is too little evidence
+
+
+def test_a_terse_stage_has_a_low_lexical_level() -> None:
+    full = frozenset({"x", "y"})
+    lex = {
+        "INV-1": carriers.Words(("x", "y"), {"terse": frozenset(), "wordy": full}),
+        "INV-2": carriers.Words(("x", "y"), {"terse": frozenset({"x"}), "wordy": full}),
+        "INV-3": carriers.Words(("x", "y"), {"terse": frozenset(), "wordy": full}),
+    }
+    assert carriers.lexical_level(lex, "terse") == 0.0
+    assert carriers.lexical_level(lex, "wordy") == 1.0
+
+
+def test_specific_words_leave_out_sibling_parts_and_the_idea_s_common_words(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    s = snap("repair_time_bank__compound_claimed", tmp_path)
+    ctx = Context(snap=s, settings=ValidatorSettings(), stages=None, embedder=embedder)
+    lex = carriers.words(ctx)
+    assert "vouch" in lex["INV-1a"].specific
+    assert "coordinator" not in lex["INV-1a"].specific  # part INV-1b's word
+    assert lex["INV-1a"].silent("capability-model")
+    base = Context(
+        snap=snap("repair_time_bank", tmp_path), settings=ValidatorSettings(), embedder=embedder
+    )
+    assert not carriers.words(base)["INV-1a"].silent("capability-model")
+
+
+def _carrier_warnings(s: Snapshot, embedder: Embedder) -> list:
+    report = run_validators(s, settings=ValidatorSettings(), embedder=embedder)
+    return [
+        f
+        for f in report.by_validator("invariant_coverage")
+        if f.severity == "warning" and "no longer describe" in f.message
+    ]
+
+
+def test_a_single_carrier_that_dropped_a_part_is_a_warning_and_paraphrases_are_not(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """repair_time_bank: CAP-F-001 still carries INV-1 whole but admits on approval alone."""
+    hits = _carrier_warnings(snap("repair_time_bank__compound_claimed", tmp_path), embedder)
+    assert [(f.stage, f.item) for f in hits if "part INV-1a" in f.message] == [
+        ("capability-model", "CAP-F-001")
+    ]
+    for name in ("repair_time_bank", "repair_time_bank__paraphrase_wordy"):
+        assert _carrier_warnings(snap(name, tmp_path), embedder) == [], name
+
+
+def test_a_large_cosine_drop_that_keeps_the_invariant_s_words_is_not_a_warning(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """sauna terse paraphrase: "Max 8" keeps the number of "at most eight bathers per session"
+    while its cosine drops more than ``carrier_drop`` (a warning before the words counted)."""
+    name = "sauna_by_donation__paraphrase_terse"
+    s = load_snapshot(load_case(DEV.parent / "test" / name, tmp_path / name).path)
+    assert [f for f in _carrier_warnings(s, embedder) if "INV-4" in (f.invariant or "")] == []
+
+
+def _ctx(wanted: set[str] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(
+        settings=ValidatorSettings(), wants=lambda s: wanted is None or s in wanted
+    )
+
+
+def _row(f: float) -> dict[str, float]:
+    return {"fidelity": f, "idea": 0.5}
+
+
+def test_the_genericized_stage_check_is_relative_to_the_session() -> None:
+    # an idea whose faithful stages all sit low (kiln-like): no finding, whatever the level
+    low = {"mvp-scope": _row(0.17), "capability-model": _row(0.02), "story-generation": _row(0.08)}
+    assert divergence._genericized(_ctx(), low) == []
+    # one stage far below the session's best descriptive stage: genericized
+    gen = {"mvp-scope": _row(0.003), "capability-model": _row(0.21), "story-generation": _row(0.2)}
+    found = divergence._genericized(_ctx(), gen)
+    assert [f.stage for f in found] == ["mvp-scope"] and "below capability-model" in found[0].message
+    # every descriptive stage leaning clearly generic at once
+    allgen = {"mvp-scope": _row(-0.1), "capability-model": _row(-0.08)}
+    assert len(divergence._genericized(_ctx(), allgen)) == 2
+    # alone (the pipeline's first descriptive stage), the absolute floor still decides
+    assert len(divergence._genericized(_ctx({"mvp-scope"}), {"mvp-scope": _row(0.02)})) == 1
