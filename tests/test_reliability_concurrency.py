@@ -18,7 +18,7 @@ import pytest
 from faults import assert_consistent, read_events
 from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_settings
 
-import haytham.pipeline.runner as runner
+import haytham.agents.caller as caller
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.errors import SessionLocked
@@ -40,7 +40,7 @@ def _bench():
 
 def _hold_in(agent: str, entered: Path, release: Path) -> None:
     """Patch (in the caller's process): ``agent``'s model waits until ``release`` exists."""
-    real = runner.build_model
+    real = caller.build_model
 
     def build(settings, tier, name, **kw):  # noqa: ANN001
         if name == agent:
@@ -50,7 +50,7 @@ def _hold_in(agent: str, entered: Path, release: Path) -> None:
                 time.sleep(0.02)
         return real(settings, tier, name, **kw)
 
-    runner.build_model = build
+    caller.build_model = build
 
 
 def _wait_for(path: Path, proc) -> None:  # noqa: ANN001
@@ -116,7 +116,7 @@ def test_a_second_process_resuming_the_same_session_is_refused(tmp_path, capsys)
 
 def test_two_threads_on_one_session_one_is_refused(tmp_path):
     entered, release = tmp_path / "entered", tmp_path / "release"
-    real = runner.build_model
+    real = caller.build_model
     with make_service(replay_settings(tmp_path)) as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="threads")
         try:
@@ -134,7 +134,7 @@ def test_two_threads_on_one_session_one_is_refused(tmp_path):
             release.write_text("go")
             worker.join(60)
         finally:
-            runner.build_model = real
+            caller.build_model = real
     assert outcome["out"].gate == 1  # type: ignore[attr-defined]
     assert_consistent(tmp_path / "sessions" / sid)
 

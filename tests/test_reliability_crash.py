@@ -21,7 +21,7 @@ from burr.core.persistence import SQLitePersister
 from faults import assert_consistent, read_events, started
 from pipeline_helpers import POWER8_IDEA, POWER8_RUN, replay_settings
 
-import haytham.pipeline.runner as runner
+import haytham.agents.caller as caller
 from haytham.app import make_service
 from haytham.cli import main
 from haytham.stages import STAGES
@@ -109,14 +109,14 @@ def kill_when_logging(event_type: str) -> Callable[[], None]:
 
 def kill_in_model_call(agent: str) -> Callable[[], None]:
     def patch() -> None:
-        real = runner.build_model
+        real = caller.build_model
 
         def build(settings, tier, name, **kw):  # noqa: ANN001
             if name == agent:
                 _die()
             return real(settings, tier, name, **kw)
 
-        runner.build_model = build
+        caller.build_model = build
 
     return patch
 

@@ -19,14 +19,14 @@ from haytham.stages import STAGES
 CHILD = """
 import sys, time
 from pathlib import Path
-import haytham.pipeline.runner as runner
-real = runner.build_model
+import haytham.agents.caller as caller
+real = caller.build_model
 def build(settings, tier, agent, **kw):
     if agent == "capability-model":
         Path(sys.argv[1]).write_text("in stage 6")
         time.sleep(120)
     return real(settings, tier, agent, **kw)
-runner.build_model = build
+caller.build_model = build
 from haytham.cli import main
 sys.exit(main(sys.argv[2:]))
 """
