@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
-from components.safe_text import md, no_paths
-from components.signin import current_actor, show_identity
 
+from frontend_streamlit.components.safe_text import md, no_paths
+from frontend_streamlit.components.signin import current_actor, show_identity
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, SessionNotFound
 from haytham.runs.service import Haytham

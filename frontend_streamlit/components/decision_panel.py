@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import streamlit as st
-from components.anchor_review import grounding
-from components.context import Backend, flash, go, show_error
-from components.safe_text import label, md, name, no_paths
 
+from frontend_streamlit.components.anchor_review import grounding
+from frontend_streamlit.components.context import Backend, flash, go, show_error
+from frontend_streamlit.components.safe_text import label, md, name, no_paths
 from haytham.pipeline.gates import AMBIGUITY, gate_items, phase_for_gate
 from haytham.schemas.anchor import Invariant
 from haytham.stages import Phase, get_stage, phase_stages

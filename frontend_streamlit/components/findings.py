@@ -11,8 +11,8 @@ what it found then, marked as such.
 from __future__ import annotations
 
 import streamlit as st
-from components.safe_text import badge_label, md, no_paths
 
+from frontend_streamlit.components.safe_text import badge_label, md, no_paths
 from haytham.pipeline.staleness import StaleCheck, stale_checks
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, get_stage, phase_stages

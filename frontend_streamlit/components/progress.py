@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.safe_text import no_paths
 
+from frontend_streamlit.components.safe_text import no_paths
 from haytham.runs.progress import Estimate
 from haytham.runs.worker import Job, StageProgress
 from haytham.schemas.intake import AGENT as INTAKE_AGENT

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, attempt, flash, go
-from components.safe_text import md
 
+from frontend_streamlit.components.context import Backend, attempt, flash, go
+from frontend_streamlit.components.safe_text import md
 from haytham.pipeline.gates import phase_for_gate
 from haytham.stages import ANCHOR_SOURCE, get_stage, phase_stages
 from haytham.state import SessionState

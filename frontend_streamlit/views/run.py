@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, require_session, show_flash
-from components.intake_form import STOPPED, intake_panel
-from components.local_model import local_model_step
-from components.notice import model_quality_notice
-from components.pipeline_graph import readable_dot
-from components.progress import (
+
+from frontend_streamlit.components.context import attempt, backend, go, require_session, show_flash
+from frontend_streamlit.components.intake_form import STOPPED, intake_panel
+from frontend_streamlit.components.local_model import local_model_step
+from frontend_streamlit.components.notice import model_quality_notice
+from frontend_streamlit.components.pipeline_graph import readable_dot
+from frontend_streamlit.components.progress import (
     STAGE_COUNT,
     describe,
     done_count,
@@ -20,9 +21,8 @@ from components.progress import (
     stage_table,
     totals_line,
 )
-from components.safe_text import code, md, no_paths
-from components.stale_banner import stale_banner
-
+from frontend_streamlit.components.safe_text import code, md, no_paths
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.models.local import READING
 from haytham.runs.worker import Job, replay_miss_text
 from haytham.stages import ANCHOR_AGENT, BY_SLUG

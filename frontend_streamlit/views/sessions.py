@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.context import (
+
+from frontend_streamlit.components.context import (
     Backend,
     attempt,
     backend,
@@ -19,9 +20,8 @@ from components.context import (
     show_error,
     show_flash,
 )
-from components.progress import pretty_status
-from components.safe_text import code, no_paths
-
+from frontend_streamlit.components.progress import pretty_status
+from frontend_streamlit.components.safe_text import code, no_paths
 from haytham.stages import STAGES
 from haytham.state import RunStatus
 
