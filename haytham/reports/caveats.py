@@ -4,9 +4,9 @@ value came from. Shared by the Markdown/JSON exports and the PDF reports (their 
 from __future__ import annotations
 
 from haytham.pipeline.staleness import describe, stale_checks
-from haytham.state import SessionState
 from haytham.schemas.anchor import Invariant
 from haytham.schemas.gate import STALE_CHECKS
+from haytham.state import SessionState
 
 
 def check_caveats(state: SessionState) -> list[str]:

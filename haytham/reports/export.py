@@ -26,15 +26,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from haytham.changes.impact import impact_lines
+from haytham.errors import InputError, StorageError
+from haytham.pipeline.staleness import stale_checks
 from haytham.reports.blockers import target_name
 from haytham.reports.caveats import anchor_lines, check_caveats, open_questions
-from haytham.errors import InputError, StorageError
-from haytham.changes.impact import impact_lines
-from haytham.pipeline.staleness import stale_checks
-from haytham.state import SessionState, payload_of
-from haytham.stages.render import render_stage
 from haytham.safety.sanitize import spreadsheet_cell, terminal_safe
 from haytham.stages import STAGES, STORY_STAGE, market_context, risk_assessment, validation_summary
+from haytham.stages.render import render_stage
+from haytham.state import SessionState, payload_of
 from haytham.storage.folder import write_synced
 
 FORMATS = ("markdown", "json", "csv", "jira", "linear", "competitors", "pdf", "validation-pdf")
@@ -62,6 +62,8 @@ def _overrides(state: SessionState) -> list[dict[str, Any]]:
 
 
 def to_json(state: SessionState, record: Sequence[str] = ()) -> str:
+    """The whole session as JSON: idea, anchor, every output, gate, check and change request,
+    plus overrides, caveats, stale checks, open questions and the decision ``record`` lines."""
     dumped = state.dump()
     data = {
         k: dumped[k]
@@ -92,6 +94,9 @@ def to_json(state: SessionState, record: Sequence[str] = ()) -> str:
 
 
 def to_markdown(state: SessionState, record: Sequence[str] = ()) -> str:
+    """The specification for people: caveats first, the idea, the anchor and where its values
+    came from, open questions, each stage's output, overrides, reworks, change requests and
+    the decisions on record."""
     parts = [f"# Haytham specification — {state.session_id or ''}", ""]
     caveats = check_caveats(state)
     if caveats:
@@ -218,6 +223,8 @@ def to_competitors_csv(state: SessionState) -> str:
 
 
 def to_csv(state: SessionState, flavour: str = "csv") -> str:
+    """The stories as CSV in their computed order (``flavour``: ``csv``, ``jira`` or ``linear`` columns);
+    ``InputError`` when the session has no stories yet."""
     items = stories(state)
     if not items:
         raise InputError("This session has no stories yet; export markdown or json instead.")

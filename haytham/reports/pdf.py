@@ -43,13 +43,12 @@ from reportlab.platypus import (
     TableStyle,
 )
 
+from haytham.changes.impact import impact_lines
+from haytham.errors import InputError
+from haytham.idea.intake import split_clarifications
 from haytham.reports.blockers import stage_name, target_name
 from haytham.reports.caveats import check_caveats, open_questions
-from haytham.errors import InputError
-from haytham.changes.impact import impact_lines
-from haytham.idea.intake import split_clarifications
 from haytham.reports.pdf_columns import Fitted, fit_widths
-from haytham.state import SessionState, payload_of
 from haytham.safety.sanitize import terminal_safe
 from haytham.schemas.anchor import Invariant
 from haytham.schemas.gate import STALE_CHECKS
@@ -65,6 +64,7 @@ from haytham.stages import (
     risk_assessment,
     system_traits,
 )
+from haytham.state import SessionState, payload_of
 
 REPORTS = ("validation", "specification")
 FONT, BOLD = "HaythamSans", "HaythamSans-Bold"
@@ -138,7 +138,7 @@ def _font_for(char: str, chain: list[tuple[str | None, dict[int, Any]]]) -> str 
     return KOREAN if any(lo <= code <= hi for lo, hi in _HANGUL) else EAST_ASIAN
 
 
-def _style(name: str, size: float, *, bold: bool = False, space: float = 4, **kw: Any):
+def _style(name: str, size: float, *, bold: bool = False, space: float = 4, **kw: Any) -> ParagraphStyle:
     return ParagraphStyle(
         name,
         fontName=BOLD if bold else FONT,
