@@ -78,7 +78,10 @@ def _form(b: Backend, sid: str, phase: Phase, state: SessionState, stages: list[
         )
         names = {s.slug: f"{s.number}. {s.title}" for s in stages}
         slug = st.selectbox(
-            "Stage to change", list(names), format_func=names.get, key=f"change_stage_{gate}"
+            "Stage to change",
+            list(names),
+            format_func=lambda s: names[s],
+            key=f"change_stage_{gate}",
         )
         text = st.text_area(
             "What should change?",

@@ -69,6 +69,8 @@ STAGE_STATUS = {"completed": "done", "needs_attention": "needs attention"}
 
 
 def render_gate(gate: int) -> None:
+    """The whole page of gate ``gate`` (1-4): its summary, the decision panel, history,
+    details, change requests and, where the run waits here, the action bar."""
     b = backend()
     sid = require_session(b)
     phase = list(Phase)[gate - 1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from frontend_streamlit.components.context import attempt, backend, go, require_session, show_flash
 from frontend_streamlit.components.intake_form import STOPPED, intake_panel
@@ -51,6 +52,8 @@ was_running = b.worker.is_running(sid)
 
 @st.fragment(run_every=REFRESH_S if was_running else None)
 def progress() -> None:
+    """The run's progress: its bar, the box saying what runs now and the step table; re-drawn
+    every second while the run is alive."""
     # one snapshot (job, status, stage running): in team mode re-read only when the session
     # changed, so an open page costs the database nothing while nothing happens
     seen = attempt(lambda: b.worker.view(sid, lambda: b.service.status(sid)))
@@ -86,12 +89,13 @@ def progress() -> None:
         "waiting_at": status.get("gate"),
         "stale": status.get("stale_rows") or [],
     }
-    if alive and job.state == "queued":
+    box: DeltaGenerator  # an expander, or a status box for a finished or failed run
+    if job is not None and job.alive and job.state == "queued":
         label = f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it"
         if b.worker.live_workers() == 0:
             label += " · no worker is running: start one with `haytham worker`"
         box = st.expander(label, expanded=True, icon=QUEUED_ICON)
-    elif alive:
+    elif job is not None and job.alive:
         label = f"Running · {job.elapsed():.0f} s"
         preparing = local_model_step(b.service.models.server)
         if preparing is not None:

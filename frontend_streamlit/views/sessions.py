@@ -145,7 +145,9 @@ if c_resume.button(
 
 with st.expander("Fork from a stage"):
     stages = {s.slug: f"{s.number}. {s.title}" for s in STAGES}
-    slug = st.selectbox("Redo from", list(stages), format_func=stages.get, key="fork_stage")
+    slug = st.selectbox(
+        "Redo from", list(stages), format_func=lambda s: stages[s], key="fork_stage"
+    )
     st.caption(
         "The new session keeps this one's work before that stage (shown as inherited), opens, "
         "and runs on from that stage in the background."

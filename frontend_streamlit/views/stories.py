@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -50,7 +52,7 @@ def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
         ready = has_stories or not needs_stories
         if fmt == "competitors":
             ready = bool(competitor_rows(state))  # once market-context has mapped some
-        data = attempt(lambda f=fmt: export(state, f)) if ready else ""
+        data = attempt(partial(export, state, fmt)) if ready else ""
         col.download_button(
             title,
             data or "",
