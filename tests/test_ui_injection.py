@@ -312,7 +312,7 @@ def test_no_page_puts_a_field_in_a_hand_made_code_span() -> None:
 
 
 # -- every page, on sessions whose every string field carries the payload (issue 29) -----------
-PAGES = sorted(p.name for p in (FRONTEND / "views").glob("*.py"))
+PAGES = sorted(p.name for p in (FRONTEND / "views").glob("[!_]*.py"))  # not __init__.py
 # what the app writes itself on the Sessions page: a link to its own Run page, and a code span
 _APP_WRITTEN = re.compile(
     r"^\[Open in a new tab\]\(\./run\?session=[a-z0-9-]+\)$|^Each browser tab keeps its own session"
