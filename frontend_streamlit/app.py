@@ -9,16 +9,18 @@ from pathlib import Path
 import streamlit as st
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # lets pages import ``components`` however the app is started
-    sys.path.insert(0, str(HERE))
+# `streamlit run frontend_streamlit/app.py` puts this folder on the path, not the repository: the
+# repository's root lets this script and the pages import the UI as the package it is.
+if str(HERE.parent) not in sys.path:
+    sys.path.append(str(HERE.parent))
 
-from components.context import (  # noqa: E402 — path above
+from frontend_streamlit.components.context import (  # noqa: E402 — path above
     backend,
     failures,
     require_identity,
     selected_session,
 )
-from components.notice import model_quality_notice  # noqa: E402
+from frontend_streamlit.components.notice import model_quality_notice  # noqa: E402
 
 # The session pages that get the model-quality notice from here, above their content (Run,
 # Stories and Fidelity show it under their title themselves).

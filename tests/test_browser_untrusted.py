@@ -21,7 +21,7 @@ from haytham.app import make_service
 
 pytestmark = BROWSER
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["", *sorted(p.stem for p in (ROOT / "frontend_streamlit" / "views").glob("*.py"))]
+PAGES = ["", *sorted(p.stem for p in (ROOT / "frontend_streamlit" / "views").glob("[!_]*.py"))]
 PAGES.remove("new_idea")  # the default page, at ""
 ELSEWHERE = """() => {
   const out = [];

@@ -201,7 +201,6 @@ def test_evaluations_page_lists_reports(
     from streamlit.testing.v1 import AppTest
 
     frontend = Path(__file__).parent.parent / "frontend_streamlit"
-    monkeypatch.syspath_prepend(str(frontend))  # as `streamlit run frontend_streamlit/app.py`
     page = frontend / "views" / "evaluations.py"
     monkeypatch.setenv("HAYTHAM_REPORTS_DIR", str(runs["reports"]))
     at = AppTest.from_file(str(page), default_timeout=60).run()

@@ -105,9 +105,7 @@ def test_startup_is_reported_step_by_step_with_an_estimate_after_the_first(
 
 
 def test_the_run_page_words_for_a_starting_model() -> None:
-    sys.path.insert(0, str(ROOT / "frontend_streamlit"))
-    from components.local_model import local_model_step
-
+    from frontend_streamlit.components.local_model import local_model_step
     from haytham.models.llama_server import StartupStep
 
     class Starting:

@@ -244,8 +244,9 @@ def test_stale_checks_show_no_green_mark_on_the_run_table_or_the_fidelity_matrix
     """After an anchor edit, the WHY verifier's "passed" and each WHY stage's "honored" are
     from before the change: neither is drawn green until a re-check renews them."""
     import test_ui_support  # noqa: F401  (puts the UI's components on the path)
-    from components.fidelity_data import MARKS, compliance_matrix
-    from components.progress import stage_rows
+
+    from frontend_streamlit.components.fidelity_data import MARKS, compliance_matrix
+    from frontend_streamlit.components.progress import stage_rows
 
     with make_service(replay_settings(tmp_path)) as svc:
         sid = _at_gate_1(svc)

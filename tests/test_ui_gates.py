@@ -184,8 +184,7 @@ def test_an_item_sends_its_own_stage_back_for_rework(
 
 
 def _panel_page(state: object) -> None:  # a SessionState (AppTest runs this source alone)
-    from components.findings import validator_findings, verification
-
+    from frontend_streamlit.components.findings import validator_findings, verification
     from haytham.stages import Phase
 
     verification(Phase.WHAT, state)
@@ -308,9 +307,8 @@ def test_blocking_items_disable_approve_until_overridden(
 def test_panel_items_have_plain_labels_actions_and_states(sessions: Path) -> None:
     """A violation, a failed check and a blocking finding: one list, plain labels; an override
     of this round makes its item "overridden" with the reason, an older round's does not."""
-    from components.context import Backend
-    from components.decision_panel import items, open_count
-
+    from frontend_streamlit.components.context import Backend
+    from frontend_streamlit.components.decision_panel import items, open_count
     from haytham.schemas.gate import GateRecord, Override
     from haytham.schemas.verification import InvariantViolation, PhaseVerification
     from haytham.validate.model import Finding
@@ -398,9 +396,8 @@ def test_panel_items_have_plain_labels_actions_and_states(sessions: Path) -> Non
 
 
 def _decision_page(state: object) -> None:  # AppTest runs this source alone
-    from components.context import backend
-    from components.decision_panel import action_bar, open_count, render_panel
-
+    from frontend_streamlit.components.context import backend
+    from frontend_streamlit.components.decision_panel import action_bar, open_count, render_panel
     from haytham.stages import Phase
 
     b = backend()

@@ -95,7 +95,7 @@ def test_the_live_markdown_detector_sees_every_payload() -> None:
 
 
 def test_md_escapes_every_markdown_control_character() -> None:
-    from components.safe_text import md
+    from frontend_streamlit.components.safe_text import md
 
     for char in "\\`*_{}[]()#+-.!|<>~$:&@":
         assert md(char) == "\\" + char, char
@@ -106,7 +106,7 @@ def test_md_escapes_every_markdown_control_character() -> None:
 
 
 def test_labels_are_one_line_and_literal() -> None:
-    from components.safe_text import label, name
+    from frontend_streamlit.components.safe_text import label, name
 
     assert name("access_model") == "access_model"  # snake_case holds no Markdown
     assert name("_x_ [a](http://e.example)") == label("_x_ [a](http://e.example)")
@@ -116,7 +116,7 @@ def test_labels_are_one_line_and_literal() -> None:
 
 
 def test_safe_markdown_keeps_formatting_but_nothing_loads_or_links() -> None:
-    from components.safe_text import safe_markdown
+    from frontend_streamlit.components.safe_text import safe_markdown
 
     formatted = "# Title\n\n**bold** and _it_\n\n- item\n1. one\n\n| a | b |\n|:--|--:|\n| 1 | 2 |"
     assert safe_markdown(formatted) == formatted  # formatting is left alone
@@ -126,7 +126,7 @@ def test_safe_markdown_keeps_formatting_but_nothing_loads_or_links() -> None:
 
 
 def test_a_backslash_in_model_text_cannot_cancel_the_escape() -> None:
-    from components.safe_text import safe_markdown
+    from frontend_streamlit.components.safe_text import safe_markdown
 
     for raw in (r"\![x](http://e.example/i)", r"\\[x](http://e.example/i)", r"\\\\<b>", r"\\$x$"):
         assert live(safe_markdown(raw)) is None, raw
@@ -134,7 +134,7 @@ def test_a_backslash_in_model_text_cannot_cancel_the_escape() -> None:
 
 
 def test_code_spans_hold_any_backticks() -> None:
-    from components.safe_text import code
+    from frontend_streamlit.components.safe_text import code
 
     out = code("a ``` b ` [x](http://e.example)")
     assert out == "````a ``` b ` [x](http://e.example)````"  # the text cannot close the span
@@ -142,7 +142,7 @@ def test_code_spans_hold_any_backticks() -> None:
 
 
 def test_a_badge_label_cannot_close_the_badge() -> None:
-    from components.safe_text import badge_label
+    from frontend_streamlit.components.safe_text import badge_label
 
     for raw in (r"GO\](http://e.example) [x", "NO-GO] ![x](http://e.example/i)"):
         # what st.badge makes of it: ``:color-badge[`` + label with its brackets escaped + ``]``
@@ -152,7 +152,7 @@ def test_a_badge_label_cannot_close_the_badge() -> None:
 
 
 def test_error_messages_show_no_server_paths() -> None:
-    from components.safe_text import no_paths
+    from frontend_streamlit.components.safe_text import no_paths
 
     message = "Could not write /srv/haytham/sessions/abc/gates.json: the disk is full."
     assert no_paths(message) == "Could not write …/gates.json: the disk is full."
@@ -312,7 +312,7 @@ def test_no_page_puts_a_field_in_a_hand_made_code_span() -> None:
 
 
 # -- every page, on sessions whose every string field carries the payload (issue 29) -----------
-PAGES = sorted(p.name for p in (FRONTEND / "views").glob("*.py"))
+PAGES = sorted(p.name for p in (FRONTEND / "views").glob("[!_]*.py"))  # not __init__.py
 # what the app writes itself on the Sessions page: a link to its own Run page, and a code span
 _APP_WRITTEN = re.compile(
     r"^\[Open in a new tab\]\(\./run\?session=[a-z0-9-]+\)$|^Each browser tab keeps its own session"

@@ -54,7 +54,7 @@ def _past_run(sessions: Path, sid: str, provider: str, walls: dict[str, float]) 
 
 # -- forks -----------------------------------------------------------------------------------
 def test_a_forks_inherited_stages_are_done_not_pending(sessions: Path) -> None:
-    from components.progress import done_count, stage_rows
+    from frontend_streamlit.components.progress import done_count, stage_rows
 
     session_at(2, sid="parent")
     with service() as svc:
@@ -73,7 +73,7 @@ def test_a_forks_inherited_stages_are_done_not_pending(sessions: Path) -> None:
 
 # -- progress ----------------------------------------------------------------------------------
 def test_every_state_has_its_own_icon() -> None:
-    from components.progress import STATES
+    from frontend_streamlit.components.progress import STATES
 
     icons = [icon for icon, _ in STATES.values()]
     assert len(icons) == len(set(icons))
@@ -93,7 +93,7 @@ def test_estimates_are_medians_of_other_sessions_on_the_same_provider(sessions: 
 
 
 def test_a_slow_first_stage_shows_elapsed_against_its_estimate(sessions: Path) -> None:
-    from components.context import backend as app_backend
+    from frontend_streamlit.components.context import backend as app_backend
 
     _past_run(sessions, "past", "replay", {FIRST.slug: 180})
     with service() as svc:
@@ -127,8 +127,7 @@ def test_a_slow_first_stage_shows_elapsed_against_its_estimate(sessions: Path) -
 
 
 def test_without_past_runs_there_is_no_estimate_yet(sessions: Path) -> None:
-    from components.progress import progress_bar
-
+    from frontend_streamlit.components.progress import progress_bar
     from haytham.runs.worker import StageProgress
 
     running = StageProgress(FIRST.slug, started_at=0.0)

@@ -217,9 +217,9 @@ def _calls(sessions: Path, sid: str) -> list[dict]:
 
 
 def test_two_keys_never_share_a_service_and_no_key_is_in_a_cache_key() -> None:
-    from components.context import _cache_key
     from pydantic import SecretStr
 
+    from frontend_streamlit.components.context import _cache_key
     from haytham.config import Settings
 
     one, other = (

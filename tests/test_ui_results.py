@@ -96,7 +96,7 @@ def test_fidelity_matrix_cost_and_missing_divergence(finished: str) -> None:
 
 
 def test_fidelity_draws_the_divergence_curve_when_present(finished: str, tmp_path: Path) -> None:
-    from components.fidelity_data import compliance_matrix, divergence_frame
+    from frontend_streamlit.components.fidelity_data import compliance_matrix, divergence_frame
 
     curve = divergence_frame(
         {

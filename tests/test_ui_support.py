@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,9 +26,6 @@ PIPELINE_ONLY = POWER8 / "pipeline.jsonl"  # the stages' turns; no verifier turn
 CASSETTE = POWER8 / "full" if (POWER8 / "full").is_dir() else PIPELINE_ONLY
 POWER8_IDEA = (ROOT / "tests" / "fixtures" / "ideas" / "power_of_8.md").read_text("utf-8")
 TIMEOUT = 60  # the first run may import torch (sentence-transformers validators)
-
-if str(FRONTEND) not in sys.path:
-    sys.path.insert(0, str(FRONTEND))
 
 
 def ui_env(

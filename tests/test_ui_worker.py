@@ -101,7 +101,7 @@ def test_unexpected_errors_are_one_sentence(sessions: Path) -> None:
 
 
 def _buggy_page() -> None:
-    from components.context import failures
+    from frontend_streamlit.components.context import failures
 
     with failures():
         raise KeyError("payload")
@@ -114,7 +114,7 @@ def test_a_bug_in_a_page_is_one_sentence() -> None:
 
 
 def test_pages_while_a_run_is_in_progress(sessions: Path) -> None:
-    from components.context import backend as app_backend
+    from frontend_streamlit.components.context import backend as app_backend
 
     with service() as svc:
         sid = svc.create_session(POWER8_IDEA, session_id="busy")

@@ -9,8 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from haytham.validate import Embedder, Snapshot, ValidatorSettings, load_snapshot, run_validators
-from haytham.validate import carriers, divergence
+from haytham.validate import (
+    Embedder,
+    Snapshot,
+    ValidatorSettings,
+    carriers,
+    divergence,
+    load_snapshot,
+    run_validators,
+)
 from haytham.validate.calibration import load_case
 from haytham.validate.common import Context
 
@@ -114,7 +121,9 @@ def test_the_genericized_stage_check_is_relative_to_the_session() -> None:
     # one stage far below the session's best descriptive stage: genericized
     gen = {"mvp-scope": _row(0.003), "capability-model": _row(0.21), "story-generation": _row(0.2)}
     found = divergence._genericized(_ctx(), gen)
-    assert [f.stage for f in found] == ["mvp-scope"] and "below capability-model" in found[0].message
+    assert [f.stage for f in found] == ["mvp-scope"] and "below capability-model" in found[
+        0
+    ].message
     # every descriptive stage leaning clearly generic at once
     allgen = {"mvp-scope": _row(-0.1), "capability-model": _row(-0.08)}
     assert len(divergence._genericized(_ctx(), allgen)) == 2

@@ -220,7 +220,7 @@ def test_a_claimed_carrier_that_contradicts_blocks_the_gate_with_its_quote(
     """The stage still lists INV-1 in the item's carries and reports access_model preserved; the
     verifier (or the coordinator) passes the phase; its audit row says "contradicts" with a
     quote from the item; code blocks the gate and the page shows the quote."""
-    from components.safe_text import md  # the app's folder is on the path via test_ui_support
+    from frontend_streamlit.components.safe_text import md
 
     prompts = capture_prompts(monkeypatch)
     use_replay(tmp_path, monkeypatch, cassette=_claimed_cassette(tmp_path, extra, drop))

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, flash, show_error
-from components.safe_text import md, name
 
+from frontend_streamlit.components.context import Backend, flash, show_error
+from frontend_streamlit.components.safe_text import md, name
 from haytham.schemas.anchor import ConceptAnchor, Invariant
 from haytham.stages import ANCHOR_SOURCE
 from haytham.state import SessionState

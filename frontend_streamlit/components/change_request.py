@@ -18,10 +18,10 @@ import re
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, attempt, flash, go, link, show_error
-from components.history import FIELD_NAMES, render_impact, when
-from components.safe_text import code, label, md
 
+from frontend_streamlit.components.context import Backend, attempt, flash, go, link, show_error
+from frontend_streamlit.components.history import FIELD_NAMES, render_impact, when
+from frontend_streamlit.components.safe_text import code, label, md
 from haytham.changes.impact import impact_lines
 from haytham.changes.request import Proposal
 from haytham.schemas.revision import Change, Revision
@@ -78,7 +78,10 @@ def _form(b: Backend, sid: str, phase: Phase, state: SessionState, stages: list[
         )
         names = {s.slug: f"{s.number}. {s.title}" for s in stages}
         slug = st.selectbox(
-            "Stage to change", list(names), format_func=names.get, key=f"change_stage_{gate}"
+            "Stage to change",
+            list(names),
+            format_func=lambda s: names[s],
+            key=f"change_stage_{gate}",
         )
         text = st.text_area(
             "What should change?",

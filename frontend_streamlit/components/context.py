@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
-from components.safe_text import md, no_paths
-from components.signin import current_actor, show_identity
 
+from frontend_streamlit.components.safe_text import md, no_paths
+from frontend_streamlit.components.signin import current_actor, show_identity
 from haytham.config import Settings, load_settings
 from haytham.errors import HaythamError, SessionNotFound
 from haytham.runs.service import Haytham
@@ -163,6 +163,7 @@ def selected_session() -> str | None:
 
 
 def select_session(session_id: str | None) -> None:
+    """Make ``session_id`` this tab's session, in its state and its URL (``None``: forget it)."""
     if session_id:
         st.session_state[SESSION_KEY] = session_id
         st.query_params[SESSION_PARAM] = session_id
@@ -178,6 +179,7 @@ def go(page: str, session_id: str | None = None) -> None:
 
 
 def link(page: str, label: str, icon: str | None = None) -> None:
+    """A link to one of :data:`PAGES` that keeps this tab's session in the URL."""
     sid = st.session_state.get(SESSION_KEY)
     st.page_link(
         PAGES[page], label=label, icon=icon, query_params={SESSION_PARAM: sid} if sid else None
@@ -240,6 +242,7 @@ def flash(message: str) -> None:
 
 
 def show_flash() -> None:
+    """Show the message :func:`flash` left for this run, once."""
     message = st.session_state.pop("flash", None)
     if message:
         st.success(message, icon=":material/check_circle:")

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import streamlit as st
-from components.anchor_review import grounding
-from components.context import Backend, flash, go, show_error
-from components.safe_text import label, md, name, no_paths
 
+from frontend_streamlit.components.anchor_review import grounding
+from frontend_streamlit.components.context import Backend, flash, go, show_error
+from frontend_streamlit.components.safe_text import label, md, name, no_paths
 from haytham.pipeline.gates import AMBIGUITY, gate_items, phase_for_gate
 from haytham.schemas.anchor import Invariant
 from haytham.stages import Phase, get_stage, phase_stages
@@ -145,10 +145,12 @@ def items(b: Backend, state: SessionState, gate: int) -> list[Item]:
 
 
 def open_count(found: list[Item]) -> int:
+    """How many of the panel's items still need a decision (Approve waits while any does)."""
     return sum(1 for i in found if i.state == "open")
 
 
 def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an ``s`` unless ``n`` is 1 (``2 items``, ``1 item``)."""
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
@@ -419,7 +421,7 @@ def action_bar(
 def _rework_form(b: Backend, sid: str, gate: int, phase: Phase) -> None:
     specs = {s.slug: f"{s.number}. {s.title}" for s in phase_stages(phase)}
     stage = st.selectbox(
-        "Stage to redo", list(specs), format_func=specs.get, key=f"rework_stage_{gate}"
+        "Stage to redo", list(specs), format_func=lambda s: specs[s], key=f"rework_stage_{gate}"
     )
     feedback = st.text_area("Feedback: what must change", key=f"rework_feedback_{gate}")
     if st.button("Send back for rework", key=f"rework_{gate}"):

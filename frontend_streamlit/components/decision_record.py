@@ -5,8 +5,9 @@ with their reasons, anchor edits), under the gate's history. Reads
 from __future__ import annotations
 
 import streamlit as st
-from components.context import Backend, attempt
-from components.safe_text import md
+
+from frontend_streamlit.components.context import Backend, attempt
+from frontend_streamlit.components.safe_text import md
 
 
 def render_decision_record(b: Backend, sid: str, gate: int) -> None:

@@ -47,7 +47,7 @@ def compliance_matrix(state: SessionState) -> pd.DataFrame:
     anchor = state.anchor
     invariants = anchor.invariants if anchor is not None else []
     names = [f"{i.id} {i.property}" for i in invariants]
-    violated: set[tuple[str, str]] = set()
+    violated: set[tuple[str | None, str]] = set()  # None: a reference the anchor lacks
 
     def key(ref: object) -> str | None:
         inv = anchor.resolve_ref(ref) if anchor is not None else None

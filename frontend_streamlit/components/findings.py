@@ -10,16 +10,20 @@ what it found then, marked as such.
 
 from __future__ import annotations
 
-import streamlit as st
-from components.safe_text import badge_label, md, no_paths
+from typing import Literal
 
+import streamlit as st
+
+from frontend_streamlit.components.safe_text import badge_label, md, no_paths
 from haytham.pipeline.staleness import StaleCheck, stale_checks
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase, get_stage, phase_stages
 from haytham.state import SessionState
 from haytham.validate.model import Finding
 
-STATUS = {
+# The colours st.badge takes that these badges use.
+BadgeColor = Literal["green", "red", "orange", "gray"]
+STATUS: dict[str, tuple[BadgeColor, str, str]] = {
     "passed": ("green", ":material/verified:", "passed"),
     "failed": ("red", ":material/report:", "failed"),
     "inconclusive": ("orange", ":material/help:", "inconclusive"),
@@ -98,7 +102,7 @@ def verification(phase: Phase, state: SessionState) -> None:
         + (f" · {badge_label(strategy)} review" if strategy and strategy != status else ""),
         color=color,
         icon=icon,
-    )  # type: ignore[arg-type]
+    )
     if status == "off":
         st.caption(
             f"Verification is off for this session ({md(data.reason)}); only "

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import streamlit as st
-from components.anchor_review import anchor_details, render_anchor
-from components.change_request import render_change_requests
-from components.context import (
+
+from frontend_streamlit.components.anchor_review import anchor_details, render_anchor
+from frontend_streamlit.components.change_request import render_change_requests
+from frontend_streamlit.components.context import (
     Backend,
     attempt,
     backend,
@@ -31,14 +32,13 @@ from components.context import (
     require_session,
     show_flash,
 )
-from components.decision_panel import action_bar, open_count, render_panel
-from components.findings import checks_line, validator_findings, verification
-from components.history import render_history
-from components.idea_text import show_idea
-from components.progress import pretty_status
-from components.safe_text import code, md, safe_markdown
-from components.stale_banner import stale_banner
-
+from frontend_streamlit.components.decision_panel import action_bar, open_count, render_panel
+from frontend_streamlit.components.findings import checks_line, validator_findings, verification
+from frontend_streamlit.components.history import render_history
+from frontend_streamlit.components.idea_text import show_idea
+from frontend_streamlit.components.progress import pretty_status
+from frontend_streamlit.components.safe_text import code, md, safe_markdown
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.pipeline.staleness import describe, stale_checks
 from haytham.schemas.gate import GateRecord
 from haytham.stages import (
@@ -69,6 +69,8 @@ STAGE_STATUS = {"completed": "done", "needs_attention": "needs attention"}
 
 
 def render_gate(gate: int) -> None:
+    """The whole page of gate ``gate`` (1-4): its summary, the decision panel, history,
+    details, change requests and, where the run waits here, the action bar."""
     b = backend()
     sid = require_session(b)
     phase = list(Phase)[gate - 1]

@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 
 import streamlit as st
-from components.context import Backend, attempt
-from components.decision_panel import describe
-from components.decision_record import render_decision_record
-from components.safe_text import code, label, md, no_paths
 
+from frontend_streamlit.components.context import Backend, attempt
+from frontend_streamlit.components.decision_panel import describe
+from frontend_streamlit.components.decision_record import render_decision_record
+from frontend_streamlit.components.safe_text import code, label, md, no_paths
 from haytham.reports.history import Entry, FieldDiff, GateHistory, StageDiff
 
 ICONS = {

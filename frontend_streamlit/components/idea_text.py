@@ -4,8 +4,8 @@ questions as a list (question, answer), never the Markdown section the stages re
 from __future__ import annotations
 
 import streamlit as st
-from components.safe_text import md
 
+from frontend_streamlit.components.safe_text import md
 from haytham.idea.intake import split_clarifications
 
 

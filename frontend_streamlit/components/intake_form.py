@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, go, select_session, started
-from components.safe_text import md
+
+from frontend_streamlit.components.context import attempt, go, select_session, started
+from frontend_streamlit.components.safe_text import md
 
 PENDING = "intake_session"  # the new session whose intake stopped, on the New idea page
 STOPPED = ("waiting_intake", "unrelated")

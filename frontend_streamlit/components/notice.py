@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import streamlit as st
-from components.context import Backend
 
+from frontend_streamlit.components.context import Backend
 from haytham.errors import HaythamError
 
 LOCAL_NOTICE = (

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 
-from components.progress import describe
-
+from frontend_streamlit.components.progress import describe
 from haytham.stages import BY_SLUG
 from haytham.state import gate_number
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.safe_text import no_paths
 
+from frontend_streamlit.components.safe_text import no_paths
 from haytham.runs.progress import Estimate
 from haytham.runs.worker import Job, StageProgress
 from haytham.schemas.intake import AGENT as INTAKE_AGENT
@@ -63,6 +63,7 @@ def duration(seconds: float) -> str:
 
 
 def estimate_text(estimate: Estimate | None) -> str:
+    """A step's usual duration from past runs, in words (``~2 min (3 past runs)``)."""
     if estimate is None:
         return "no estimate yet"
     runs = "1 past run" if estimate.runs == 1 else f"{estimate.runs} past runs"
@@ -90,13 +91,13 @@ def describe(slug: str) -> tuple[str, str, float] | None:
         if numbers:
             return phase, f"Verifier ({phase})", max(numbers) + 0.5
     if slug.startswith("validate-input:"):
-        spec = BY_SLUG.get(slug.split(":", 1)[1])
-        if spec is not None:
-            return spec.phase.value, f"Input check for {spec.title}", spec.number - 0.5
+        checked = BY_SLUG.get(slug.split(":", 1)[1])
+        if checked is not None:
+            return checked.phase.value, f"Input check for {checked.title}", checked.number - 0.5
     return None
 
 
-def _gate_rows(gates: dict[str, Any], waiting_at: int | None) -> list[dict[str, Any]]:
+def _gate_rows(gates: dict[int | str, Any], waiting_at: int | None) -> list[dict[str, Any]]:
     """One row per gate: waiting (the run waits for you there), or how it was decided."""
     rows = []
     phases = sorted({s.phase for s in STAGES}, key=lambda p: p.gate)
@@ -134,7 +135,7 @@ def stage_rows(
     running: StageProgress | None = None,
     *,
     estimates: dict[str, Estimate] | None = None,
-    gates: dict[str, Any] | None = None,
+    gates: dict[int | str, Any] | None = None,  # by gate number (a string once read from JSON)
     waiting_at: int | None = None,
     stale: Collection[str] = (),
 ) -> list[dict[str, Any]]:
@@ -183,6 +184,8 @@ def stage_table(
     running: StageProgress | None = None,
     **kw: Any,
 ) -> None:
+    """The step table of the Run page: :func:`stage_rows` with readable durations, and the
+    error and estimate columns only when some row has one."""
     rows = stage_rows(summary, job, running, **kw)
     for row in rows:  # shown as text: nothing for a step that has not run here
         seconds = row["elapsed_s"]

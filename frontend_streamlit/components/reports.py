@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from components.context import attempt, backend
-from components.safe_text import md
 
+from frontend_streamlit.components.context import attempt, backend
+from frontend_streamlit.components.safe_text import md
 from haytham.people.audit import NOT_DECISIONS
 from haytham.reports.export import COMPETITOR_COLUMNS, competitor_rows, export, to_competitors_csv
 from haytham.stages import STORY_STAGE, VERDICT_STAGE, market_context

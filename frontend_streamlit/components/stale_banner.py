@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import Backend, attempt, flash, go
-from components.safe_text import md
 
+from frontend_streamlit.components.context import Backend, attempt, flash, go
+from frontend_streamlit.components.safe_text import md
 from haytham.pipeline.gates import phase_for_gate
 from haytham.stages import ANCHOR_SOURCE, get_stage, phase_stages
 from haytham.state import SessionState
@@ -31,10 +31,12 @@ def stale_banner(
 ) -> list[str]:
     """Show the banner when some stage is stale; returns the stale stages (in order)."""
     status = status if status is not None else attempt(lambda: b.service.status(sid))
-    checks = list((status or {}).get("stale_checks") or [])
+    if status is None:  # could not be read: the error is shown already
+        return []
+    checks = list(status.get("stale_checks") or [])
     if not checks:
         return []
-    stale = list((status or {}).get("stale") or [])
+    stale = list(status.get("stale") or [])
     busy = b.worker.is_running(sid)
     changes = anchor_changes(state or attempt(lambda: b.service.load_state(sid)), stale)
     text = (

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from components.context import settings
-from components.safe_text import code, md, no_paths, safe_markdown
 
+from frontend_streamlit.components.context import settings
+from frontend_streamlit.components.safe_text import code, md, no_paths, safe_markdown
 from haytham.errors import HaythamError
 from haytham.evals.report import list_reports
 

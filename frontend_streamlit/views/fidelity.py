@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from components.context import attempt, backend, require_session, show_flash
-from components.fidelity_data import compliance_matrix, divergence_frame
-from components.notice import model_quality_notice
-from components.progress import duration, stage_rows
-from components.stale_banner import stale_banner
 
+from frontend_streamlit.components.context import attempt, backend, require_session, show_flash
+from frontend_streamlit.components.fidelity_data import compliance_matrix, divergence_frame
+from frontend_streamlit.components.notice import model_quality_notice
+from frontend_streamlit.components.progress import duration, stage_rows
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.state import SessionState
 
 COST_COLUMNS = {

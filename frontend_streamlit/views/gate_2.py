@@ -1,5 +1,5 @@
 """Gate 2 — WHAT: MVP scope and capabilities."""
 
-from components.gate_view import render_gate
+from frontend_streamlit.components.gate_view import render_gate
 
 render_gate(2)

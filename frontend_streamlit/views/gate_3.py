@@ -1,5 +1,5 @@
 """Gate 3 — HOW: system traits, build/buy and architecture decisions."""
 
-from components.gate_view import render_gate
+from frontend_streamlit.components.gate_view import render_gate
 
 render_gate(3)

@@ -1,5 +1,5 @@
 """Gate 4 — STORIES: the implementation stories."""
 
-from components.gate_view import render_gate
+from frontend_streamlit.components.gate_view import render_gate
 
 render_gate(4)

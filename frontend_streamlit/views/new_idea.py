@@ -5,12 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
-from components.context import go, new_session_backend, select_session, show_error, started
-from components.idea_text import show_idea
-from components.intake_form import intake_panel, pending_intake, stops_at_intake
-from components.progress import STAGE_COUNT
-from components.safe_text import code
 
+from frontend_streamlit.components.context import (
+    go,
+    new_session_backend,
+    select_session,
+    show_error,
+    started,
+)
+from frontend_streamlit.components.idea_text import show_idea
+from frontend_streamlit.components.intake_form import intake_panel, pending_intake, stops_at_intake
+from frontend_streamlit.components.progress import STAGE_COUNT
+from frontend_streamlit.components.safe_text import code
 from haytham.idea.checks import MAX_CHARS, MIN_WORDS, count_words
 from haytham.models.providers import LOCAL_MODEL_CAVEAT, check_provider
 from haytham.stages.mvp_scope import APPETITES

@@ -14,10 +14,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import streamlit as st
-from components.context import CHOSEN_KEY, flash, settings, show_error, show_flash
-from components.safe_text import code, md, no_paths
 from pydantic import SecretStr
 
+from frontend_streamlit.components.context import (
+    CHOSEN_KEY,
+    flash,
+    settings,
+    show_error,
+    show_flash,
+)
+from frontend_streamlit.components.safe_text import code, md, no_paths
 from haytham.config import TIERS, Settings
 from haytham.errors import HaythamError, InputError
 from haytham.models.connection import check_connection

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from components.context import attempt, backend, go, require_session, show_flash
-from components.intake_form import STOPPED, intake_panel
-from components.local_model import local_model_step
-from components.notice import model_quality_notice
-from components.pipeline_graph import readable_dot
-from components.progress import (
+from streamlit.delta_generator import DeltaGenerator
+
+from frontend_streamlit.components.context import attempt, backend, go, require_session, show_flash
+from frontend_streamlit.components.intake_form import STOPPED, intake_panel
+from frontend_streamlit.components.local_model import local_model_step
+from frontend_streamlit.components.notice import model_quality_notice
+from frontend_streamlit.components.pipeline_graph import readable_dot
+from frontend_streamlit.components.progress import (
     STAGE_COUNT,
     describe,
     done_count,
@@ -20,9 +22,8 @@ from components.progress import (
     stage_table,
     totals_line,
 )
-from components.safe_text import code, md, no_paths
-from components.stale_banner import stale_banner
-
+from frontend_streamlit.components.safe_text import code, md, no_paths
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.models.local import READING
 from haytham.runs.worker import Job, replay_miss_text
 from haytham.stages import ANCHOR_AGENT, BY_SLUG
@@ -51,6 +52,8 @@ was_running = b.worker.is_running(sid)
 
 @st.fragment(run_every=REFRESH_S if was_running else None)
 def progress() -> None:
+    """The run's progress: its bar, the box saying what runs now and the step table; re-drawn
+    every second while the run is alive."""
     # one snapshot (job, status, stage running): in team mode re-read only when the session
     # changed, so an open page costs the database nothing while nothing happens
     seen = attempt(lambda: b.worker.view(sid, lambda: b.service.status(sid)))
@@ -86,12 +89,13 @@ def progress() -> None:
         "waiting_at": status.get("gate"),
         "stale": status.get("stale_rows") or [],
     }
-    if alive and job.state == "queued":
+    box: DeltaGenerator  # an expander, or a status box for a finished or failed run
+    if job is not None and job.alive and job.state == "queued":
         label = f"Queued · {job.elapsed():.0f} s · waiting for a worker to take it"
         if b.worker.live_workers() == 0:
             label += " · no worker is running: start one with `haytham worker`"
         box = st.expander(label, expanded=True, icon=QUEUED_ICON)
-    elif alive:
+    elif job is not None and job.alive:
         label = f"Running · {job.elapsed():.0f} s"
         preparing = local_model_step(b.service.models.server)
         if preparing is not None:

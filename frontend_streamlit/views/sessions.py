@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from components.context import (
+
+from frontend_streamlit.components.context import (
     Backend,
     attempt,
     backend,
@@ -19,9 +20,8 @@ from components.context import (
     show_error,
     show_flash,
 )
-from components.progress import pretty_status
-from components.safe_text import code, no_paths
-
+from frontend_streamlit.components.progress import pretty_status
+from frontend_streamlit.components.safe_text import code, no_paths
 from haytham.stages import STAGES
 from haytham.state import RunStatus
 
@@ -145,7 +145,9 @@ if c_resume.button(
 
 with st.expander("Fork from a stage"):
     stages = {s.slug: f"{s.number}. {s.title}" for s in STAGES}
-    slug = st.selectbox("Redo from", list(stages), format_func=stages.get, key="fork_stage")
+    slug = st.selectbox(
+        "Redo from", list(stages), format_func=lambda s: stages[s], key="fork_stage"
+    )
     st.caption(
         "The new session keeps this one's work before that stage (shown as inherited), opens, "
         "and runs on from that stage in the background."

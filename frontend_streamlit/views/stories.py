@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
-from components.context import attempt, backend, require_session, show_flash
-from components.notice import model_quality_notice
-from components.reports import pdf_download, recorded
-from components.safe_text import code, label, md
-from components.stale_banner import stale_banner
 
+from frontend_streamlit.components.context import attempt, backend, require_session, show_flash
+from frontend_streamlit.components.notice import model_quality_notice
+from frontend_streamlit.components.reports import pdf_download, recorded
+from frontend_streamlit.components.safe_text import code, label, md
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.reports.export import competitor_rows, export, stories
 from haytham.stages import STORY_STAGE, StageSpec, architecture_decisions, capability_model
 from haytham.state import SessionState, payload_of
@@ -50,7 +52,7 @@ def _downloads(sid: str, state: SessionState, has_stories: bool) -> None:
         ready = has_stories or not needs_stories
         if fmt == "competitors":
             ready = bool(competitor_rows(state))  # once market-context has mapped some
-        data = attempt(lambda f=fmt: export(state, f)) if ready else ""
+        data = attempt(partial(export, state, fmt)) if ready else ""
         col.download_button(
             title,
             data or "",

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from components.context import (
+
+from frontend_streamlit.components.context import (
     attempt,
     backend,
     link,
     require_session,
     show_flash,
 )
-from components.reports import competitor_map, pdf_download
-from components.safe_text import badge_label, md
-from components.stale_banner import stale_banner
-
+from frontend_streamlit.components.reports import competitor_map, pdf_download
+from frontend_streamlit.components.safe_text import badge_label, md
+from frontend_streamlit.components.stale_banner import stale_banner
 from haytham.stages import VERDICT_STAGE
 from haytham.state import SessionState, gate_of, payload_of
 

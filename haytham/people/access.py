@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from haytham.errors import AccessDenied, ConfigError
 
 Role = Literal["founder", "reviewer", "admin"]
+ROLES: tuple[Role, ...] = ("founder", "reviewer", "admin")
 ActorKind = Literal["person", "local", "system", "anonymous"]
 
 
@@ -145,7 +146,7 @@ class AccessPolicy(BaseModel):
     founders: list[str] = Field(default_factory=lambda: ["*"])
     cohorts: dict[str, Cohort] = Field(default_factory=dict)
     four_eyes: bool = False
-    anchor_editors: list[Role] = Field(default_factory=lambda: ["founder", "reviewer", "admin"])
+    anchor_editors: list[Role] = Field(default_factory=lambda: list(ROLES))
     groups_claim: str = "groups"
     trusted_network: bool = False  # the CLI may name its user without a token
     tokens: dict[str, str] = Field(default_factory=dict)  # sha256 of a CLI token -> user

@@ -62,6 +62,8 @@ def _overrides(state: SessionState) -> list[dict[str, Any]]:
 
 
 def to_json(state: SessionState, record: Sequence[str] = ()) -> str:
+    """The whole session as JSON: idea, anchor, every output, gate, check and change request,
+    plus overrides, caveats, stale checks, open questions and the decision ``record`` lines."""
     dumped = state.dump()
     data = {
         k: dumped[k]
@@ -92,6 +94,9 @@ def to_json(state: SessionState, record: Sequence[str] = ()) -> str:
 
 
 def to_markdown(state: SessionState, record: Sequence[str] = ()) -> str:
+    """The specification for people: caveats first, the idea, the anchor and where its values
+    came from, open questions, each stage's output, overrides, reworks, change requests and
+    the decisions on record."""
     parts = [f"# Haytham specification — {state.session_id or ''}", ""]
     caveats = check_caveats(state)
     if caveats:
@@ -218,6 +223,8 @@ def to_competitors_csv(state: SessionState) -> str:
 
 
 def to_csv(state: SessionState, flavour: str = "csv") -> str:
+    """The stories as CSV in their computed order (``flavour``: ``csv``, ``jira`` or ``linear`` columns);
+    ``InputError`` when the session has no stories yet."""
     items = stories(state)
     if not items:
         raise InputError("This session has no stories yet; export markdown or json instead.")

@@ -70,12 +70,17 @@ class Step:
 
 @dataclass(frozen=True)
 class Item:
+    """One item of a key list (a capability, a story …), named by its id and its title."""
+
     id: str
     title: str
 
 
 @dataclass(frozen=True)
 class ItemChange:
+    """An item that kept its id across a re-run but changed: its new and old title and which
+    of its fields differ."""
+
     id: str
     title: str
     before_title: str
@@ -94,6 +99,7 @@ class FieldDiff:
 
     @property
     def changes(self) -> int:
+        """How many items were added, removed or changed in this list."""
         return len(self.added) + len(self.removed) + len(self.changed)
 
 
@@ -111,6 +117,7 @@ class StageDiff:
 
     @property
     def changes(self) -> int:
+        """How many items changed across the stage's key lists."""
         return sum(f.changes for f in self.fields)
 
 
@@ -131,19 +138,25 @@ class Entry:
 
 @dataclass(frozen=True)
 class GateHistory:
+    """A gate's timeline: every round it opened, the reworks, overrides and decisions logged at
+    it, oldest first (what the gate page's History shows)."""
+
     gate: int
     phase: str
     entries: tuple[Entry, ...] = ()
 
     @property
     def rounds(self) -> int:
+        """How many times the gate opened (0: not reached yet)."""
         return max((e.round for e in self.entries if e.kind == "opened"), default=0)
 
     @property
     def reworks(self) -> tuple[Entry, ...]:
+        """The reviewer's and the automatic reworks, oldest first."""
         return tuple(e for e in self.entries if e.kind in ("rework", "auto_rework"))
 
     def to_dict(self) -> dict[str, Any]:
+        """The history as plain data for JSON, ``rounds`` included."""
         return asdict(self) | {"rounds": self.rounds}
 
 
@@ -328,6 +341,7 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
             )
         )
     for edit in new.edits[len(old.edits) :]:
+        details: tuple[str, ...]
         if edit.kind == "edit_value":
             summary = f"Edited the anchor: {edit.target}"
             details = (f"Before: {edit.before}", f"After: {edit.after}")
@@ -378,7 +392,7 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
             )
         )
     if new.status != old.status and new.status in ("approved", "rejected", "rework_requested"):
-        at = new.decided_at or step.at
+        decided_at = new.decided_at or step.at
         if new.status == "rework_requested":
             stage = new.rework_stage
             out.append(
@@ -386,7 +400,7 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
                     "rework",
                     r,
                     f"You sent {_stage_title(stage)} back for rework",
-                    at=at,
+                    at=decided_at,
                     stage=stage,
                     feedback=new.feedback,
                     seq=step.seq,
@@ -396,10 +410,10 @@ def _record_changes(step: Step, phase: Phase, old: GateRecord, new: GateRecord) 
             verb = "Approved" if new.status == "approved" else "Rejected"
             out.append(
                 Entry(
-                    new.status,  # type: ignore[arg-type]
+                    new.status,
                     r,
                     f"{verb} Gate {phase.gate}",
-                    at=at,
+                    at=decided_at,
                     feedback=new.note,
                     seq=step.seq,
                 )

@@ -138,7 +138,9 @@ def _font_for(char: str, chain: list[tuple[str | None, dict[int, Any]]]) -> str 
     return KOREAN if any(lo <= code <= hi for lo, hi in _HANGUL) else EAST_ASIAN
 
 
-def _style(name: str, size: float, *, bold: bool = False, space: float = 4, **kw: Any):
+def _style(
+    name: str, size: float, *, bold: bool = False, space: float = 4, **kw: Any
+) -> ParagraphStyle:
     return ParagraphStyle(
         name,
         fontName=BOLD if bold else FONT,

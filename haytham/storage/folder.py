@@ -14,6 +14,7 @@ refused with one sentence naming it; nothing is read or written through it.
 
 from __future__ import annotations
 
+import builtins  # `builtins.list` in annotations: the sessions have a method named `list`
 import contextlib
 import errno
 import fcntl
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from burr.core.persistence import SQLitePersister
+from typing_extensions import override
 
 from haytham.errors import (
     HaythamError,
@@ -44,7 +46,9 @@ from haytham.storage.protocol import (
     PARTITION,
     SESSION_ID,
     TABLE,
+    Session,
     StateRow,
+    Store,
     event_line,
     parse_json,
     row_inserts,
@@ -71,6 +75,8 @@ def sqlite_persister(db_path: str) -> SQLitePersister:
 
 
 def storage_error(path: Path, exc: OSError) -> StorageError:
+    """A failed write of ``path`` as one sentence for the user: a full disk, a read-only folder,
+    or the OS's own words."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         why = "the disk is full"
     elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
@@ -194,7 +200,7 @@ def _try_lock(fd: int, tries: int = 5, pause: float = 0.01) -> bool:
     return False
 
 
-class SessionFiles:
+class SessionFiles(Session):
     """One session folder."""
 
     def __init__(self, root: Path, session_id: str) -> None:
@@ -215,6 +221,7 @@ class SessionFiles:
             _refuse_link(self.root / name, self.shown(name))
         return path
 
+    @override
     def shown(self, rel: str) -> str:
         """How a message names the session file ``rel``."""
         return f"Session file {rel} in session {self.session_id}"
@@ -288,12 +295,15 @@ class SessionFiles:
             raise SessionCorrupt(str(self.root / rel), exc.strerror or str(exc)) from None
 
     # -- io ----------------------------------------------------------------------------------
+    @override
     def write_json(self, rel: str, data: Any) -> None:
         self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
+    @override
     def write_text(self, rel: str, text: str) -> None:
         atomic_write(self.inside(rel), text, shown=self.shown(rel))
 
+    @override
     def read_json(self, rel: str, default: Any = None) -> Any:
         raw = self._read(rel)
         if raw is None:
@@ -303,6 +313,7 @@ class SessionFiles:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SessionCorrupt(str(self.root / rel), f"not valid JSON ({exc})") from None
 
+    @override
     def read_text(self, rel: str, default: str = "") -> str:
         raw = self._read(rel)
         if raw is None:
@@ -312,6 +323,7 @@ class SessionFiles:
         except UnicodeDecodeError as exc:
             raise SessionCorrupt(str(self.root / rel), str(exc)) from None
 
+    @override
     def remove(self, rel: str) -> None:
         target = self.inside(rel)
         if target.is_symlink():
@@ -321,22 +333,26 @@ class SessionFiles:
         elif target.exists():
             target.unlink()
 
+    @override
     def exists(self, rel: str) -> bool:
         """Whether the session file or folder ``rel`` exists (a symlink counts as existing)."""
         path = self.root / rel
         return path.exists() or path.is_symlink()
 
-    def list(self, folder: str) -> list[str]:
+    @override
+    def list(self, folder: str) -> builtins.list[str]:
         """The ``*.json`` files directly in ``folder``, as session-relative paths, sorted."""
         path = self.root / folder
         if not path.is_dir():
             return []
         return sorted(f"{folder}/{p.name}" for p in path.glob("*.json"))
 
+    @override
     def where(self, rel: str) -> str:
         """Where the session file ``rel`` lives, for messages."""
         return str(self.root / rel)
 
+    @override
     def all_files(self) -> dict[str, str]:
         """Every file of the session (relative path -> text), the event log, the lock and
         ``state.db`` aside; read through the same no-link checks as every read."""
@@ -348,16 +364,19 @@ class SessionFiles:
                 out[rel] = self.read_text(rel)
         return out
 
+    @override
     def tidy(self) -> None:
         """Remove temp files of writers that died before their rename (call under the lock)."""
         remove_stale_temp_files(self.root)
 
     @property
+    @override
     def state_label(self) -> str:
         """How messages name where the Burr state lives."""
         return str(self.root / "state.db")
 
-    def write_rows(self, rows: list[StateRow]) -> None:
+    @override
+    def write_rows(self, rows: builtins.list[StateRow]) -> None:
         """Insert persisted steps as they are (an import keeps their times)."""
         sqlite_persister(str(self.state_db))  # makes the table
         conn = sqlite3.connect(str(self.state_db))
@@ -367,6 +386,7 @@ class SessionFiles:
         finally:
             conn.close()
 
+    @override
     def storage_failure(self, exc: Exception) -> HaythamError | None:
         """What a failed write of SQLite or Burr's tracker means, in one sentence (``None``:
         not a storage failure)."""
@@ -390,13 +410,15 @@ class SessionFiles:
             return storage_error(where, exc)
         return None
 
+    @override
     def persister(self) -> SQLitePersister:
         """Burr's persister for this session's state (``state.db``)."""
         return sqlite_persister(str(self.state_db))
 
+    @override
     def state_rows(
         self, *, mine: bool = True, latest: bool = False, completed: bool = False
-    ) -> list[StateRow]:
+    ) -> builtins.list[StateRow]:
         """Persisted steps read straight from ``state.db`` (never created here, so reading a
         damaged session writes nothing): this session's (``mine``) or the latest of another id
         (a copied folder); all of them oldest first, or only the ``latest``.
@@ -423,13 +445,15 @@ class SessionFiles:
         except (sqlite3.Error, ValueError, TypeError) as exc:
             raise SessionCorrupt(str(path), str(exc)) from None
 
+    @override
     def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
         """Append one event; its text is redacted first (provider errors echo credentials)."""
         event, line = event_line(type_, stage, data)
         self.append_lines([line])
         return event
 
-    def append_lines(self, lines: list[str]) -> None:
+    @override
+    def append_lines(self, lines: builtins.list[str]) -> None:
         """Append event lines as they are (an import)."""
         path = self.root / "events.jsonl"
         try:
@@ -441,13 +465,15 @@ class SessionFiles:
         except OSError as exc:
             raise storage_error(path, exc) from None
 
-    def event_lines(self) -> list[str]:
+    @override
+    def event_lines(self) -> builtins.list[str]:
         """The event log's lines as written (blank lines left out)."""
         raw = self._read("events.jsonl")
         text = "" if raw is None else raw.decode("utf-8", errors="replace")
         return [line for line in text.splitlines() if line.strip()]
 
-    def events(self) -> list[dict[str, Any]]:
+    @override
+    def events(self) -> builtins.list[dict[str, Any]]:
         path = self.root / "events.jsonl"
         raw = self._read("events.jsonl")
         if raw is None:
@@ -465,12 +491,14 @@ class SessionFiles:
                     raise SessionCorrupt(str(path), f"line {n} is not JSON") from None
         return out
 
+    @override
     def updated_at(self) -> str:
         """When the session last changed (its event log, else its folder), ISO 8601 UTC."""
         path = self.root / "events.jsonl"
         stamp = (path if path.exists() and not path.is_symlink() else self.root).stat().st_mtime
         return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
 
+    @override
     def is_busy(self) -> bool:
         """Whether some process holds this session's lock right now (never blocks)."""
         try:
@@ -486,6 +514,7 @@ class SessionFiles:
         return False
 
     @contextlib.contextmanager
+    @override
     def lock(self, *, check_links: bool = True) -> Iterator[None]:
         """Exclusive, non-blocking; released by the OS if the process dies.
 
@@ -514,21 +543,24 @@ class SessionFiles:
             os.close(fd)
 
 
-class SessionStore:
+class SessionStore(Store):
     """The sessions folder: create, open, list and delete session folders safely."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
     @property
+    @override
     def location(self) -> str:
         return str(self.root)
 
     @property
+    @override
     def tracking_dir(self) -> Path:
         """Burr's tracking folder (not a valid session id, so never listed as a session)."""
         return self.root / "_tracking"
 
+    @override
     def close(self) -> None:
         """Nothing to release: every file is closed after each use."""
 
@@ -542,6 +574,7 @@ class SessionStore:
             raise InputError(f"Session {session_id} resolves outside the sessions folder.")
         return path
 
+    @override
     def create(self, session_id: str) -> SessionFiles:
         path = self._path(session_id)
         if path.exists():
@@ -554,15 +587,18 @@ class SessionStore:
             raise storage_error(path, exc) from None
         return SessionFiles(path, session_id)
 
+    @override
     def open(self, session_id: str) -> SessionFiles:
         path = self._path(session_id)
         if not path.is_dir():
             raise SessionNotFound(f"No session {session_id} in {self.root}.")
         return SessionFiles(path, session_id)
 
+    @override
     def exists(self, session_id: str) -> bool:
         return self._path(session_id).is_dir()
 
+    @override
     def list_ids(self) -> list[str]:
         if not self.root.is_dir():
             return []
@@ -572,12 +608,14 @@ class SessionStore:
             if p.is_dir() and not p.is_symlink() and SESSION_ID.fullmatch(p.name)
         )
 
+    @override
     def delete(self, session_id: str) -> None:
         files = self.open(session_id)
         with files.lock(check_links=False):  # rmtree removes links, never what they point to
             shutil.rmtree(files.root)
 
     # -- the decision record (haytham/people/audit.py): append-only, outside every session ----------
+    @override
     def append_audit(self, line: str, session_id: str, actor: str) -> None:  # noqa: ARG002
         """Append one decision line to ``_audit/decisions.jsonl`` (never through a link)."""
         folder = self.root / AUDIT_DIR
@@ -594,6 +632,7 @@ class SessionStore:
         except OSError as exc:
             raise storage_error(path, exc) from None
 
+    @override
     def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]:
         """The decision lines, oldest first, of ``session_id`` and/or ``actor`` (None: all)."""
         path = self.root / AUDIT_DIR / "decisions.jsonl"

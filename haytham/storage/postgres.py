@@ -23,6 +23,7 @@ another process took it meanwhile.
 
 from __future__ import annotations
 
+import builtins  # `builtins.list` in annotations: the sessions have a method named `list`
 import contextlib
 import hashlib
 import json
@@ -41,6 +42,7 @@ from burr.core import persistence
 from burr.core import state as burr_state
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
+from typing_extensions import override
 
 from haytham.errors import (
     DatabaseAway,
@@ -55,7 +57,9 @@ from haytham.schemas.events import Event
 from haytham.storage.protocol import (
     PARTITION,
     TABLE,
+    Session,
     StateRow,
+    Store,
     event_line,
     parse_json,
     row_inserts,
@@ -411,7 +415,8 @@ class Database:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             cur.execute("CREATE TABLE IF NOT EXISTS haytham_schema (version INTEGER NOT NULL)")
             cur.execute("SELECT max(version) FROM haytham_schema")
-            done = cur.fetchone()[0] or 0
+            row = cur.fetchone()  # an aggregate: always one row, NULL on an empty table
+            done = (row[0] if row else None) or 0
             for number, sql in enumerate(MIGRATIONS, 1):
                 if number > done:
                     cur.execute(sql)
@@ -442,10 +447,14 @@ class Database:
         return self.retrying(attempt, "taking a session lock")
 
     def hold_lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
+        """Remember ``conn`` (from :meth:`try_lock`) as the connection holding ``session_id``'s
+        lock, so :meth:`check_lock` can take it again after the database was away."""
         with self._guard:
             self._locks[session_id] = _Hold(conn, self.faults)
 
     def drop_lock(self, session_id: str) -> psycopg.Connection[Any] | None:
+        """Forget ``session_id``'s lock; returns its connection for :meth:`give_back`, which
+        releases the lock (``None``: not held here)."""
         with self._guard:
             hold = self._locks.pop(session_id, None)
         return None if hold is None else hold.conn
@@ -477,6 +486,7 @@ class Database:
         hold.conn = conn
 
     def close(self) -> None:
+        """Close both pools (this process's connections); the database keeps everything."""
         with self._guard:
             pools, self._pool, self._held = (self._pool, self._held), None, None
         for pool in pools:
@@ -520,6 +530,7 @@ class PoolPersister(persistence.BaseStatePersister):
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    @override
     def list_app_ids(self, partition_key: str, **kwargs: Any) -> list[str]:
         def work(cur: psycopg.Cursor[Any]) -> list[str]:
             cur.execute(
@@ -531,6 +542,7 @@ class PoolPersister(persistence.BaseStatePersister):
 
         return self.db.run(work)
 
+    @override
     def load(
         self,
         partition_key: str | None,
@@ -540,6 +552,7 @@ class PoolPersister(persistence.BaseStatePersister):
     ) -> persistence.PersistedStateData | None:
         columns = "position, state, sequence_id, app_id, created_at, status"
         key = partition_key if partition_key is not None else ""
+        args: tuple[Any, ...]
         if app_id is None:
             sql, args = (
                 f"SELECT {columns} FROM {TABLE} WHERE partition_key = %s "
@@ -576,9 +589,10 @@ class PoolPersister(persistence.BaseStatePersister):
             "status": row[5],
         }
 
+    @override
     def save(
         self,
-        partition_key: str,
+        partition_key: str | None,
         app_id: str,
         sequence_id: int,
         position: str,
@@ -587,19 +601,20 @@ class PoolPersister(persistence.BaseStatePersister):
         **kwargs: Any,
     ) -> None:
         text = json.dumps(state.serialize())
+        key = partition_key if partition_key is not None else ""  # as load reads it
 
         def work(cur: psycopg.Cursor[Any]) -> None:
             cur.execute(
                 f"INSERT INTO {TABLE} (partition_key, app_id, sequence_id, position, state, "
                 "status) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (partition_key, app_id, sequence_id, position, text, status),
+                (key, app_id, sequence_id, position, text, status),
             )
 
         self.db.check_lock(app_id)
         self.db.run(work)
 
 
-class PgSession:
+class PgSession(Session):
     """One session in the shared database, with the methods of a session folder."""
 
     def __init__(self, db: Database, session_id: str) -> None:
@@ -607,13 +622,16 @@ class PgSession:
         self.session_id = session_id
 
     # -- naming --------------------------------------------------------------------------------
+    @override
     def shown(self, rel: str) -> str:
         return f"Session file {rel} in session {self.session_id}"
 
+    @override
     def where(self, rel: str) -> str:
         return f"{self.session_id}/{rel} in {self.db.where}"
 
     @property
+    @override
     def state_label(self) -> str:
         return f"the state of session {self.session_id} in {self.db.where}"
 
@@ -631,14 +649,15 @@ class PgSession:
 
         return self.db.run(work)
 
-    def _all(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        def work(cur: psycopg.Cursor[Any]) -> list[Any]:
+    def _all(self, sql: str, args: tuple[Any, ...]) -> builtins.list[Any]:
+        def work(cur: psycopg.Cursor[Any]) -> builtins.list[Any]:
             cur.execute(sql, args)
             return cur.fetchall()
 
         return self.db.run(work)
 
     # -- files ---------------------------------------------------------------------------------
+    @override
     def write_text(self, rel: str, text: str) -> None:
         args = (self.session_id, self._rel(rel), text)
         with self._writing():
@@ -649,6 +668,7 @@ class PgSession:
                 args,
             )
 
+    @override
     def write_json(self, rel: str, data: Any) -> None:
         self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -659,10 +679,12 @@ class PgSession:
         )
         return None if row is None else str(row[0])
 
+    @override
     def read_text(self, rel: str, default: str = "") -> str:
         found = self._content(rel)
         return default if found is None else found
 
+    @override
     def read_json(self, rel: str, default: Any = None) -> Any:
         found = self._content(rel)
         if found is None:
@@ -672,6 +694,7 @@ class PgSession:
         except json.JSONDecodeError as exc:
             raise SessionCorrupt(self.where(rel), f"not valid JSON ({exc})") from None
 
+    @override
     def exists(self, rel: str) -> bool:
         rel = self._rel(rel)
         row = self._one(
@@ -681,7 +704,8 @@ class PgSession:
         )
         return bool(row[0])
 
-    def list(self, folder: str) -> list[str]:
+    @override
+    def list(self, folder: str) -> builtins.list[str]:
         prefix = self._rel(folder) + "/"
         rows = self._all(
             "SELECT path FROM haytham_files WHERE session_id = %s AND starts_with(path, %s) "
@@ -691,6 +715,7 @@ class PgSession:
         paths = [str(r[0]) for r in rows]
         return [p for p in paths if "/" not in p[len(prefix) :] and p.endswith(".json")]
 
+    @override
     def all_files(self) -> dict[str, str]:
         """Every file of the session (relative path -> text), the event log and state aside."""
         rows = self._all(
@@ -699,6 +724,7 @@ class PgSession:
         )
         return {str(p): str(c) for p, c in rows}
 
+    @override
     def remove(self, rel: str) -> None:
         rel = self._rel(rel)
 
@@ -711,6 +737,7 @@ class PgSession:
 
         self.db.run(work)
 
+    @override
     def tidy(self) -> None:
         """Nothing to tidy: a write is one transaction, whole or absent."""
 
@@ -718,12 +745,14 @@ class PgSession:
         """Rows hold no symbolic links."""
 
     # -- events --------------------------------------------------------------------------------
+    @override
     def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
         event, line = event_line(type_, stage, data)
         self.append_lines([line])
         return event
 
-    def append_lines(self, lines: list[str]) -> None:
+    @override
+    def append_lines(self, lines: builtins.list[str]) -> None:
         """Append event lines as they are (an import); the session's ``updated_at`` moves and
         listeners on :data:`EVENTS_CHANNEL` hear the session's id when the write commits."""
 
@@ -753,10 +782,11 @@ class PgSession:
         with self._writing():
             self.db.run(work)
 
-    def event_lines(self, after: int = 0) -> list[str]:
+    @override
+    def event_lines(self, after: int = 0) -> builtins.list[str]:
         return [line for _, line in self.event_rows(after)]
 
-    def event_rows(self, after: int = 0) -> list[tuple[int, str]]:
+    def event_rows(self, after: int = 0) -> builtins.list[tuple[int, str]]:
         """The session's event lines with their row ids, those after row id ``after``."""
         rows = self._all(
             "SELECT id, line FROM haytham_events WHERE session_id = %s AND id > %s ORDER BY id",
@@ -764,7 +794,8 @@ class PgSession:
         )
         return [(int(i), str(line)) for i, line in rows]
 
-    def events(self) -> list[dict[str, Any]]:
+    @override
+    def events(self) -> builtins.list[dict[str, Any]]:
         out = []
         for n, line in enumerate(self.event_lines(), 1):
             try:
@@ -773,6 +804,7 @@ class PgSession:
                 raise SessionCorrupt(self.where("events"), f"line {n} is not JSON") from None
         return out
 
+    @override
     def updated_at(self) -> str:
         row = self._one(
             "SELECT updated_at FROM haytham_sessions WHERE session_id = %s", (self.session_id,)
@@ -794,11 +826,13 @@ class PgSession:
         )
         return None if row is None else (str(row[0]) or "another process")
 
+    @override
     def is_busy(self) -> bool:
         """Whether some process holds this session's lock right now (never blocks)."""
         return self._holder() is not None
 
     @contextlib.contextmanager
+    @override
     def lock(self, *, check_links: bool = True) -> Iterator[None]:  # noqa: ARG002 - same call
         """Exclusive, non-blocking, across every machine on the database; the server releases
         it if the holder dies. Held on a connection of the held pool for the block; if the
@@ -819,13 +853,15 @@ class PgSession:
                 self.db.give_back(last)  # its reset releases the advisory lock
 
     # -- Burr's state --------------------------------------------------------------------------
+    @override
     def persister(self) -> PoolPersister:
         """Burr's state persister for this session, on the shared pool (:class:`PoolPersister`)."""
         return PoolPersister(self.db)
 
+    @override
     def state_rows(
         self, *, mine: bool = True, latest: bool = False, completed: bool = False
-    ) -> list[StateRow]:
+    ) -> builtins.list[StateRow]:
         """This session's persisted steps (the shared table never holds a copied session's
         rows under another id, so ``mine=False`` finds none)."""
         if not mine:
@@ -842,7 +878,8 @@ class PgSession:
         except (ValueError, TypeError) as exc:
             raise SessionCorrupt(self.state_label, str(exc)) from None
 
-    def write_rows(self, rows: list[StateRow]) -> None:
+    @override
+    def write_rows(self, rows: builtins.list[StateRow]) -> None:
         """Insert persisted steps as they are (an import keeps their times)."""
         sql, params = row_inserts("%s", self.session_id, rows)
 
@@ -852,6 +889,7 @@ class PgSession:
         with self._writing():
             self.db.run(work)
 
+    @override
     def storage_failure(self, exc: Exception) -> HaythamError | None:
         """A failed database write in one sentence (the last persisted step is kept)."""
         if isinstance(exc, DatabaseAway):
@@ -874,7 +912,7 @@ class PgSession:
             ) from None
 
 
-class PgStore:
+class PgStore(Store):
     """Sessions in the shared database: create, open, list and delete, as the folder store."""
 
     def __init__(self, url: str) -> None:
@@ -882,11 +920,13 @@ class PgStore:
         self.migrated = self.db.migrate()  # migrations run now (0: already up to date)
 
     @property
+    @override
     def location(self) -> str:
         return self.db.where
 
     tracking_dir = None  # Burr's tracking UI reads local folders: not kept in team mode
 
+    @override
     def create(self, session_id: str) -> PgSession:
         validate_session_id(session_id)
 
@@ -902,6 +942,7 @@ class PgStore:
             raise InputError(f"Session {session_id} already exists; choose another id.")
         return PgSession(self.db, session_id)
 
+    @override
     def exists(self, session_id: str) -> bool:
         validate_session_id(session_id)
 
@@ -911,11 +952,13 @@ class PgStore:
 
         return self.db.run(work)
 
+    @override
     def open(self, session_id: str) -> PgSession:
         if not self.exists(session_id):
             raise SessionNotFound(f"No session {session_id} in {self.db.where}.")
         return PgSession(self.db, session_id)
 
+    @override
     def list_ids(self) -> list[str]:
         def work(cur: psycopg.Cursor[Any]) -> list[str]:
             cur.execute("SELECT session_id FROM haytham_sessions ORDER BY session_id")
@@ -974,6 +1017,7 @@ class PgStore:
             for sid, at, idea, status, parent, owner in self.db.run(work)
         ]
 
+    @override
     def delete(self, session_id: str) -> None:
         files = self.open(session_id)
 
@@ -987,6 +1031,7 @@ class PgStore:
         with files.lock():
             self.db.run(work)
 
+    @override
     def append_audit(self, line: str, session_id: str, actor: str) -> None:
         """Append one decision line to ``haytham_audit`` (see :mod:`haytham.people.audit`)."""
 
@@ -998,6 +1043,7 @@ class PgStore:
 
         self.db.run(work)
 
+    @override
     def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]:
         """The decision lines, oldest first, of ``session_id`` and/or ``actor`` (None: all)."""
 
@@ -1011,5 +1057,6 @@ class PgStore:
 
         return self.db.run(work)
 
+    @override
     def close(self) -> None:
         self.db.close()

@@ -9,6 +9,7 @@ shape) and :func:`open_store`, which picks the store from the settings.
 
 from __future__ import annotations
 
+import builtins  # `builtins.list` in annotations: the sessions have a method named `list`
 import contextlib
 import json
 import re
@@ -41,36 +42,112 @@ class StateRow:
 
 class Session(Protocol):
     """What every command reads and writes of one session, whichever store holds it: a session
-    folder (:class:`SessionFiles`) or the shared database (:class:`haytham.storage.postgres.PgSession`)."""
+    folder (:class:`SessionFiles`) or the shared database (:class:`haytham.storage.postgres.PgSession`).
+
+    Files are named by session-relative paths (``stages/01_idea/output.json``); the event log
+    and Burr's state rows are kept apart from them."""
 
     session_id: str
 
     @property
-    def state_label(self) -> str: ...
-    def shown(self, rel: str) -> str: ...
-    def where(self, rel: str) -> str: ...
-    def write_text(self, rel: str, text: str) -> None: ...
-    def write_json(self, rel: str, data: Any) -> None: ...
-    def read_text(self, rel: str, default: str = "") -> str: ...
-    def read_json(self, rel: str, default: Any = None) -> Any: ...
-    def exists(self, rel: str) -> bool: ...
-    def list(self, folder: str) -> list[str]: ...
-    def all_files(self) -> dict[str, str]: ...
-    def remove(self, rel: str) -> None: ...
-    def tidy(self) -> None: ...
-    def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event: ...
-    def append_lines(self, lines: list[str]) -> None: ...
-    def event_lines(self) -> list[str]: ...
-    def events(self) -> list[dict[str, Any]]: ...
-    def updated_at(self) -> str: ...
-    def is_busy(self) -> bool: ...
-    def lock(self, *, check_links: bool = True) -> contextlib.AbstractContextManager[None]: ...
-    def persister(self) -> Any: ...
+    def state_label(self) -> str:
+        """How messages name where this session's Burr state lives."""
+        ...
+
+    def shown(self, rel: str) -> str:
+        """How a message names the session file ``rel`` (no machine path)."""
+        ...
+
+    def where(self, rel: str) -> str:
+        """Where the session file ``rel`` lives (a path or the database), for messages."""
+        ...
+
+    def write_text(self, rel: str, text: str) -> None:
+        """Write the file ``rel`` whole (a reader sees the old text or the new, never part)."""
+        ...
+
+    def write_json(self, rel: str, data: Any) -> None:
+        """Write ``data`` as indented UTF-8 JSON to ``rel`` (as :meth:`write_text`)."""
+        ...
+
+    def read_text(self, rel: str, default: str = "") -> str:
+        """The text of ``rel``; ``default`` when it does not exist."""
+        ...
+
+    def read_json(self, rel: str, default: Any = None) -> Any:
+        """The parsed JSON of ``rel``; ``default`` when it does not exist, ``SessionCorrupt``
+        when it is not JSON."""
+        ...
+
+    def exists(self, rel: str) -> bool:
+        """Whether the file or folder ``rel`` exists in the session."""
+        ...
+
+    def list(self, folder: str) -> builtins.list[str]:
+        """The ``*.json`` files directly in ``folder``, as session-relative paths, sorted."""
+        ...
+
+    def all_files(self) -> dict[str, str]:
+        """Every file of the session (relative path -> text), the event log and state aside:
+        what an export or a fork copies."""
+        ...
+
+    def remove(self, rel: str) -> None:
+        """Delete the file ``rel``, or the folder ``rel`` with everything in it (none: no-op)."""
+        ...
+
+    def tidy(self) -> None:
+        """Clear what a writer that died mid-write left behind (call under the lock)."""
+        ...
+
+    def append_event(self, type_: str, stage: str | None = None, /, **data: Any) -> Event:
+        """Append one event to the log, its text redacted first; returns the event."""
+        ...
+
+    def append_lines(self, lines: builtins.list[str]) -> None:
+        """Append event lines as they are (an import or a fork keeps them unchanged)."""
+        ...
+
+    def event_lines(self) -> builtins.list[str]:
+        """The event log's lines as written, oldest first (blank lines left out)."""
+        ...
+
+    def events(self) -> builtins.list[dict[str, Any]]:
+        """The event log parsed, oldest first; ``SessionCorrupt`` for a line that is not JSON
+        (the folder store skips a torn last line)."""
+        ...
+
+    def updated_at(self) -> str:
+        """When the session last changed, ISO 8601 UTC to the second."""
+        ...
+
+    def is_busy(self) -> bool:
+        """Whether some process holds this session's lock right now (never blocks)."""
+        ...
+
+    def lock(self, *, check_links: bool = True) -> contextlib.AbstractContextManager[None]:
+        """The session's exclusive lock for the block (never waits: ``SessionLocked`` if held);
+        released by the OS or the server if its holder dies."""
+        ...
+
+    def persister(self) -> Any:
+        """Burr's state persister for this session."""
+        ...
+
     def state_rows(
         self, *, mine: bool = True, latest: bool = False, completed: bool = False
-    ) -> list[StateRow]: ...
-    def write_rows(self, rows: list[StateRow]) -> None: ...
-    def storage_failure(self, exc: Exception) -> HaythamError | None: ...
+    ) -> builtins.list[StateRow]:
+        """The session's persisted Burr steps, oldest first (only the ``latest``, only
+        ``completed`` ones, or with ``mine=False`` a copied folder's rows under another id)."""
+        ...
+
+    def write_rows(self, rows: builtins.list[StateRow]) -> None:
+        """Insert persisted steps as they are (an import keeps their times)."""
+        ...
+
+    def storage_failure(self, exc: Exception) -> HaythamError | None:
+        """What a failed state write means, in one sentence (``None``: not a storage failure)."""
+        ...
 
 
 class Store(Protocol):
@@ -78,17 +155,46 @@ class Store(Protocol):
     (:class:`haytham.storage.postgres.PgStore`)."""
 
     @property
-    def location(self) -> str: ...
+    def location(self) -> str:
+        """Where the sessions are, for messages (a folder, or the database without password)."""
+        ...
+
     @property
-    def tracking_dir(self) -> Path | None: ...
-    def create(self, session_id: str) -> Session: ...
-    def open(self, session_id: str) -> Session: ...
-    def exists(self, session_id: str) -> bool: ...
-    def list_ids(self) -> list[str]: ...
-    def delete(self, session_id: str) -> None: ...
-    def close(self) -> None: ...
-    def append_audit(self, line: str, session_id: str, actor: str) -> None: ...
-    def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]: ...
+    def tracking_dir(self) -> Path | None:
+        """Burr's tracking folder (``None``: not kept, as in team mode)."""
+        ...
+
+    def create(self, session_id: str) -> Session:
+        """A new, empty session; ``InputError`` if the id is taken or not a valid id."""
+        ...
+
+    def open(self, session_id: str) -> Session:
+        """The existing session ``session_id``; ``SessionNotFound`` if there is none."""
+        ...
+
+    def exists(self, session_id: str) -> bool:
+        """Whether the session ``session_id`` exists."""
+        ...
+
+    def list_ids(self) -> list[str]:
+        """Every session's id, sorted."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Delete the session with its state, under its lock."""
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds (the database's connections)."""
+        ...
+
+    def append_audit(self, line: str, session_id: str, actor: str) -> None:
+        """Append one line to the decision record, which lives outside every session."""
+        ...
+
+    def audit_lines(self, session_id: str | None, actor: str | None) -> list[str]:
+        """The decision lines, oldest first, of ``session_id`` and/or ``actor`` (None: all)."""
+        ...
 
 
 def event_line(type_: str, stage: str | None, data: dict[str, Any]) -> tuple[Event, str]:
@@ -157,10 +263,13 @@ def parse_json(text: str | bytes) -> Any:
 
 
 def now() -> str:
+    """The current UTC time, ISO 8601 to the millisecond, as events and records stamp it."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def validate_session_id(session_id: str) -> str:
+    """``session_id`` unchanged if it is a valid id (it becomes a folder name), else
+    ``InputError``."""
     if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
         shown = (
             session_id if isinstance(session_id, str) and len(session_id) <= 80 else "(too long)"
@@ -172,6 +281,7 @@ def validate_session_id(session_id: str) -> str:
 
 
 def new_session_id(idea: str) -> str:
+    """A fresh id from the idea's first words and a random suffix (``power-of-8-3fa9c1``)."""
     words = re.findall(r"[a-z0-9]+", idea.lower())[:4]
     stem = "-".join(words)[:40].strip("-") or "idea"
     return f"{stem}-{secrets.token_hex(3)}"

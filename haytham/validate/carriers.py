@@ -61,8 +61,8 @@ from haytham.validate.common import (
     resolved,
     stage_items,
 )
-from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.lexicon import key_terms
+from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.semantic import invariant_text
 from haytham.validate.text import sentences, short, term_set
 
