@@ -632,7 +632,7 @@ def _cli_without(package: str, url: str, tmp_path, monkeypatch, capsys, *command
     from haytham.cli import main
 
     monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
-    for loaded in ("haytham.storage.postgres", "haytham.runs.queue"):
+    for loaded in ("haytham.storage.postgres", "haytham.runs.queue", "haytham.runs.queue_schema"):
         monkeypatch.delitem(sys.modules, loaded, raising=False)
     for key, value in team_env(url, tmp_path).items():
         if key.startswith("HAYTHAM_"):
