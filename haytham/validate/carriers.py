@@ -61,8 +61,8 @@ from haytham.validate.common import (
     resolved,
     stage_items,
 )
-from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.lexicon import key_terms
+from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.semantic import invariant_text
 from haytham.validate.text import sentences, short, term_set
 
@@ -125,6 +125,8 @@ class Words:
         return len(self.used.get(slug, ())) <= SILENT_SHARE * max(others)
 
     def share(self, slug: str) -> float | None:
+        """How many specific terms the stage's carriers use, as a share of the wordiest stage's
+        count (``None`` when no stage's carriers use any)."""
         best = max((len(u) for u in self.used.values()), default=0)
         return len(self.used.get(slug, ())) / best if best else None
 

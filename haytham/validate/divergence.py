@@ -55,10 +55,13 @@ class Target:
 
     @property
     def is_invariant(self) -> bool:
+        """Whether the target is an invariant (else an identity feature)."""
         return self.key.startswith("INV-")
 
 
 def targets(anchor: ConceptAnchor, vecs: SessionVectors) -> list[Target]:
+    """The decided ``requires`` invariants and the identity features, each with its best match
+    in the idea as the reference its ratios divide by."""
     out: list[Target] = []
     for inv in anchor.decided():
         if inv.polarity == "requires" and inv.id in vecs.invariants:
@@ -249,6 +252,8 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
 
 
 def check(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    """Genericized-stage warnings and possibly-dropped second opinions, plus the fidelity curve
+    of the stages this run wants (:func:`curve`)."""
     full = curve(ctx, vecs)
     divergence = {k: v for k, v in full.items() if ctx.wants(k)}
     return _genericized(ctx, full) + _dropped(ctx, vecs), divergence

@@ -49,6 +49,7 @@ class Embedder:
 
     @property
     def loaded(self) -> bool:
+        """Whether the model is in memory (``encode`` will not have to load it first)."""
         return self._model is not None
 
     def model_path(self) -> Path:
@@ -132,6 +133,7 @@ class Embedder:
             return np.stack(rows)
 
     def clear_cache(self) -> None:
+        """Forget every cached embedding (the next ``encode`` embeds all its texts afresh)."""
         with self._lock:
             self._cache.clear()
 
