@@ -128,7 +128,7 @@ def apply_patch(folder: Path, patch: dict[str, Any], *, case: str = "") -> None:
         elif op == "remove":
             _remove(doc, patch["path"])
         elif op == "replace_text":
-            path = patch.get("path")
+            path: str = patch.get("path") or ""
             parts = _pointer(path) if path else []
             sub = _walk(doc, parts) if parts else doc
             new, count = _replace_text(sub, patch["find"], patch["replace"])

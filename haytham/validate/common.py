@@ -16,7 +16,7 @@ from haytham.validate.model import Finding, Snapshot, ValidatorSettings
 from haytham.validate.text import snake
 
 if TYPE_CHECKING:
-    from haytham.validate.embeddings import Embedder
+    from haytham.validate.embeddings import Encoder
 
 STAGE_NUMBER: Mapping[str, int] = MappingProxyType({s.slug: s.number for s in STAGES})
 WHAT_HOW_STORIES: tuple[str, ...] = tuple(s.slug for s in STAGES if s.number >= 5)
@@ -42,7 +42,7 @@ class Context:
     snap: Snapshot
     settings: ValidatorSettings
     stages: frozenset[str] | None = None
-    embedder: Embedder | None = None
+    embedder: Encoder | None = None
 
     def wants(self, slug: str | None) -> bool:
         """Whether findings about ``slug`` are wanted in this run."""

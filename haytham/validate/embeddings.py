@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -33,6 +34,13 @@ BLAS_THREADS: int | None = 1
 """BLAS threads while encoding (``None``: numpy's default, one per core; needs threadpoolctl).
 OpenBLAS's idle workers spin, so with two CPU hogs on a 2-core machine two threads made a fresh
 ``haytham validate`` 3.3-11.8 s against 1.9-4.8 s for one; at load average ~2 both took ~1.5 s."""
+
+
+class Encoder(Protocol):
+    """What the validators need of a sentence model: :class:`Embedder`, or a stand-in in tests."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised embedding row per text, in input order; (0, 384) for no texts."""
 
 
 class Embedder:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
+from functools import partial
 
 from haytham.errors import HaythamError
 from haytham.stages import get_stage, idea_analysis
@@ -26,7 +27,7 @@ from haytham.validate import (
     trait_propagation,
 )
 from haytham.validate.common import DESCRIPTIVE, STAGE_NUMBER, Context, finding
-from haytham.validate.embeddings import Embedder
+from haytham.validate.embeddings import Embedder, Encoder
 from haytham.validate.model import (
     EMBEDDING_CONTRADICTION,
     EMBEDDING_DIVERGENCE,
@@ -73,7 +74,7 @@ def run_validators(
     *,
     stages: Collection[str] | None = None,
     settings: ValidatorSettings | None = None,
-    embedder: Embedder | None = None,
+    embedder: Encoder | None = None,
 ) -> ValidationReport:
     """Validate ``snap``; findings are warnings unless their validator is in ``settings.blocking``.
 
@@ -91,7 +92,7 @@ def run_validators(
     ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
     found: list[Finding] = []
     for name, check in LEXICAL:
-        found += _guarded(name, lambda check=check: check(ctx))
+        found += _guarded(name, partial(check, ctx))
     curve: dict[str, dict[str, float]] = {}
     if settings.embeddings:
         slugs = _embedding_stages(ctx)
