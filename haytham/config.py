@@ -122,7 +122,9 @@ VALIDATOR_NAMES: tuple[str, ...] = (
     EMBEDDING_DIVERGENCE,
     EMBEDDING_CONTRADICTION,
 )
-"""Every validator, in the order they run; names used by ``HAYTHAM_BLOCKING_VALIDATORS``."""
+"""Every validator, in the order they run and their findings are listed (the runner's lexical
+pass, then its embedding pass, each in this order; invariant_coverage has checks in both); the
+names ``HAYTHAM_BLOCKING_VALIDATORS`` accepts."""
 
 Severity = Literal["info", "warning", "blocking"]
 """``info``: a prose-only second opinion, shown folded away and never blocking; ``warning``:
