@@ -9,12 +9,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from haytham.validate import Embedder, Snapshot, ValidatorSettings, load_snapshot, run_validators
-from haytham.validate import carriers, divergence
+from haytham.validate import (
+    Embedder,
+    Snapshot,
+    ValidatorSettings,
+    carriers,
+    divergence,
+    load_snapshot,
+    run_validators,
+)
 from haytham.validate.calibration import load_case
 from haytham.validate.common import Context
 
 DEV = Path(__file__).parent / "fixtures" / "claimed" / "dev"
+DEFAULTS = ValidatorSettings()
 
 
 def snap(name: str, tmp_path: Path) -> Snapshot:
@@ -35,9 +43,9 @@ def test_words_match_after_stemming_and_by_prefix_of_four_letters() -> None:
 
 def test_silence_needs_another_stage_that_uses_the_words() -> None:
     w = carriers.Words(("vouch", "exist"), {"a": frozenset(), "b": frozenset({"vouch", "exist"})})
-    assert w.silent("a") and not w.silent("b")
+    assert w.silent("a", DEFAULTS) and not w.silent("b", DEFAULTS)
     one = carriers.Words(("vouch",), {"a": frozenset(), "b": frozenset({"vouch"})})
-    assert not one.silent("a")  # one shared word is too little evidence
+    assert not one.silent("a", DEFAULTS)  # one shared word is too little evidence
 
 
 def test_a_terse_stage_has_a_low_lexical_level() -> None:
@@ -59,11 +67,11 @@ def test_specific_words_leave_out_sibling_parts_and_the_idea_s_common_words(
     lex = carriers.words(ctx)
     assert "vouch" in lex["INV-1a"].specific
     assert "coordinator" not in lex["INV-1a"].specific  # part INV-1b's word
-    assert lex["INV-1a"].silent("capability-model")
+    assert lex["INV-1a"].silent("capability-model", DEFAULTS)
     base = Context(
         snap=snap("repair_time_bank", tmp_path), settings=ValidatorSettings(), embedder=embedder
     )
-    assert not carriers.words(base)["INV-1a"].silent("capability-model")
+    assert not carriers.words(base)["INV-1a"].silent("capability-model", DEFAULTS)
 
 
 def _carrier_warnings(s: Snapshot, embedder: Embedder) -> list:
@@ -114,7 +122,9 @@ def test_the_genericized_stage_check_is_relative_to_the_session() -> None:
     # one stage far below the session's best descriptive stage: genericized
     gen = {"mvp-scope": _row(0.003), "capability-model": _row(0.21), "story-generation": _row(0.2)}
     found = divergence._genericized(_ctx(), gen)
-    assert [f.stage for f in found] == ["mvp-scope"] and "below capability-model" in found[0].message
+    assert [f.stage for f in found] == ["mvp-scope"] and "below capability-model" in found[
+        0
+    ].message
     # every descriptive stage leaning clearly generic at once
     allgen = {"mvp-scope": _row(-0.1), "capability-model": _row(-0.08)}
     assert len(divergence._genericized(_ctx(), allgen)) == 2
