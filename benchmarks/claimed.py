@@ -52,7 +52,9 @@ from haytham.validate.calibration import CaseError, load_case  # noqa: E402
 from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {s: [ROOT / "tests" / "fixtures" / "claimed" / s] for s in ("dev", "test", "holdout")}
-SPLITS["all-dev"] = SPLITS["dev"] + SPLITS["test"]  # the tuning set since the old test split was spoilt
+SPLITS["all-dev"] = (
+    SPLITS["dev"] + SPLITS["test"]
+)  # the tuning set since the old test split was spoilt
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 
@@ -124,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{f.message[:150]}"
                     )
             if case.drift is None:
-                faithful.append(
-                    (case.name, bool(flagged), any(drift_family(f) for f in flagged))
-                )
+                faithful.append((case.name, bool(flagged), any(drift_family(f) for f in flagged)))
                 if "__" not in case.name:
                     baseline[case.name] = {_key(f) for f in flagged}
                 continue
@@ -160,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         f"faithful sessions flagged by drift-family findings: {n_drift}/{len(faithful)} = "
         f"{n_drift / total_f:.0%} (target <= 10 %: {'met' if n_drift / total_f <= 0.1 else 'NOT met'})"
         f"; by any warning (sourcing included): {n_any}/{len(faithful)} = {n_any / total_f:.0%}"
-        + "".join(
-            f"\n  flagged: {n}{'' if d else ' (sourcing only)'}" for n, a, d in faithful if a
-        )
+        + "".join(f"\n  flagged: {n}{'' if d else ' (sourcing only)'}" for n, a, d in faithful if a)
     )
     good = total = 0
     print("lowest fidelity among the descriptive stages:")
