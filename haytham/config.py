@@ -122,7 +122,9 @@ VALIDATOR_NAMES: tuple[str, ...] = (
     EMBEDDING_DIVERGENCE,
     EMBEDDING_CONTRADICTION,
 )
-"""Every validator, in the order they run; names used by ``HAYTHAM_BLOCKING_VALIDATORS``."""
+"""Every validator, in the order they run and their findings are listed (the runner's lexical
+pass, then its embedding pass, each in this order; invariant_coverage has checks in both); the
+names ``HAYTHAM_BLOCKING_VALIDATORS`` accepts."""
 
 Severity = Literal["info", "warning", "blocking"]
 """``info``: a prose-only second opinion, shown folded away and never blocking; ``warning``:
@@ -218,12 +220,61 @@ class ValidatorSettings(BaseModel):
         description="The same for one part of a compound invariant (a short phrase, whose "
         "cosine varies more between faithful wordings).",
     )
+    carrier_silent_drop: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=2.0,
+        description="The smaller cosine drop that is a warning when the stage's carriers are "
+        "also silent on the target and the stage is not terse (carrier_lexical_level_min).",
+    )
+    carrier_specific_share: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="A target's word is specific when at least this share of the session's "
+        "carrier items that use it carry the target.",
+    )
+    carrier_other_terms_min: int = Field(
+        default=2,
+        ge=0,
+        description="Carriers count as silent on a target only when another stage's carriers "
+        "use at least this many of its specific terms.",
+    )
+    carrier_silent_share: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Carriers are silent on a target when they use at most this share of the "
+        "specific terms the wordiest other stage's carriers use (0: none of them).",
+    )
+    carrier_lexical_level_min: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="A stage is not terse when, median over the other targets it carries, its "
+        "carriers use at least this share of the specific terms the best stage's carriers use.",
+    )
+    stage_fidelity_gap: float = Field(
+        default=0.18,
+        ge=0.0,
+        le=2.0,
+        description="A descriptive stage whose fidelity (relative pull toward the anchor rather "
+        "than the generic product) is this far below the session's best other descriptive "
+        "stage reads generic: genericized.",
+    )
+    stage_fidelity_all_generic: float = Field(
+        default=-0.05,
+        ge=-1.0,
+        le=1.0,
+        description="With other descriptive stages to compare, a stage whose fidelity is below "
+        "this leans toward the generic product whatever they do (all genericized at once).",
+    )
     stage_fidelity_floor: float = Field(
         default=0.06,
         ge=-1.0,
         le=1.0,
-        description="A descriptive stage whose fidelity (anchor pull minus generic pull) is "
-        "below this reads more like the generic product than like the idea: genericized.",
+        description="Only when no other descriptive stage is embedded (the per-stage run of the "
+        "first one): a descriptive stage whose fidelity is below this is genericized.",
     )
     # embedding_contradiction
     pair_floor: float = Field(

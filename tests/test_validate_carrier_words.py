@@ -22,6 +22,7 @@ from haytham.validate.calibration import load_case
 from haytham.validate.common import Context
 
 DEV = Path(__file__).parent / "fixtures" / "claimed" / "dev"
+DEFAULTS = ValidatorSettings()
 
 
 def snap(name: str, tmp_path: Path) -> Snapshot:
@@ -42,9 +43,9 @@ def test_words_match_after_stemming_and_by_prefix_of_four_letters() -> None:
 
 def test_silence_needs_another_stage_that_uses_the_words() -> None:
     w = carriers.Words(("vouch", "exist"), {"a": frozenset(), "b": frozenset({"vouch", "exist"})})
-    assert w.silent("a") and not w.silent("b")
+    assert w.silent("a", DEFAULTS) and not w.silent("b", DEFAULTS)
     one = carriers.Words(("vouch",), {"a": frozenset(), "b": frozenset({"vouch"})})
-    assert not one.silent("a")  # one shared word is too little evidence
+    assert not one.silent("a", DEFAULTS)  # one shared word is too little evidence
 
 
 def test_a_terse_stage_has_a_low_lexical_level() -> None:
@@ -66,11 +67,11 @@ def test_specific_words_leave_out_sibling_parts_and_the_idea_s_common_words(
     lex = carriers.words(ctx)
     assert "vouch" in lex["INV-1a"].specific
     assert "coordinator" not in lex["INV-1a"].specific  # part INV-1b's word
-    assert lex["INV-1a"].silent("capability-model")
+    assert lex["INV-1a"].silent("capability-model", DEFAULTS)
     base = Context(
         snap=snap("repair_time_bank", tmp_path), settings=ValidatorSettings(), embedder=embedder
     )
-    assert not carriers.words(base)["INV-1a"].silent("capability-model")
+    assert not carriers.words(base)["INV-1a"].silent("capability-model", DEFAULTS)
 
 
 def _carrier_warnings(s: Snapshot, embedder: Embedder) -> list:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from haytham.config import load_settings
@@ -17,8 +18,13 @@ from haytham.validate import (
     ValidatorSettings,
     load_snapshot,
     run_validators,
+    runner,
 )
 from haytham.validate.calibration import load_case, load_cases, score
+from haytham.validate.common import Context
+from haytham.validate.model import Finding
+from haytham.validate.runner import EMBEDDING, LEXICAL, Curve
+from haytham.validate.semantic import SessionVectors
 
 DRIFT = Path(__file__).parent / "fixtures" / "drift"
 LEX = ValidatorSettings(embeddings=False)
@@ -70,6 +76,51 @@ def test_findings_are_ordered_by_stage(tmp_path: Path) -> None:
     order = [spec.slug for spec in STAGES]
     stages = [f.stage for f in report.findings]
     assert len(set(stages)) >= 3 and stages == sorted(stages, key=order.index)
+
+
+class _Flat:
+    """Every text embeds to the same unit vector (the checks that would read it are replaced)."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
+def test_every_configured_validator_has_a_check() -> None:
+    """Each name is run by the lexical pass, the embedding pass, or (invariant_coverage) both."""
+    assert set(LEXICAL) | set(EMBEDDING) == set(VALIDATOR_NAMES)
+    assert set(LEXICAL) & set(EMBEDDING) == {"invariant_coverage"}
+
+
+@pytest.mark.parametrize("names", [VALIDATOR_NAMES, tuple(reversed(VALIDATOR_NAMES))])
+def test_validator_names_alone_order_the_run(
+    names: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pass runs its checks in VALIDATOR_NAMES order, whatever order the check tables list
+    them in (both are reversed here): reordering the names reorders the run."""
+    ran: list[str] = []
+
+    def lexical(name: str) -> runner.LexicalCheck:
+        def check(_ctx: Context) -> list[Finding]:
+            ran.append(name)
+            return []
+
+        return check
+
+    def embedding(name: str) -> runner.EmbeddingCheck:
+        def check(_ctx: Context, _vecs: SessionVectors) -> tuple[list[Finding], Curve]:
+            ran.append(name)
+            return [], {}
+
+        return check
+
+    monkeypatch.setattr(runner, "VALIDATOR_NAMES", names)
+    monkeypatch.setattr(runner, "LEXICAL", {n: lexical(n) for n in reversed(list(LEXICAL))})
+    monkeypatch.setattr(runner, "EMBEDDING", {n: embedding(n) for n in reversed(list(EMBEDDING))})
+    run_validators(snap("power_of_8", tmp_path), settings=ValidatorSettings(), embedder=_Flat())
+    assert ran == [n for n in names if n in LEXICAL] + [n for n in names if n in EMBEDDING]
+    assert ran.count("invariant_coverage") == 2
 
 
 def test_concurrent_sessions_in_threads(tmp_path: Path) -> None:

@@ -12,23 +12,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Any
 
 from haytham import validate
 from haytham.stages import STORY_STAGE, idea_analysis, mvp_scope
+from haytham.validate import Encoder
 
 log = logging.getLogger(__name__)
 TARGET = 0.60
 KEY_STAGES = (idea_analysis.SPEC.slug, mvp_scope.SPEC.slug, STORY_STAGE.slug)  # ADR 7e: 1, 5, 10
-
-
-class Encoder(Protocol):
-    """What the suite needs of a sentence model (the validators' Embedder, or a test stand-in)."""
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """One L2-normalised embedding row per text."""
 
 
 def make_embedder() -> Encoder:
@@ -57,9 +49,7 @@ def analyse_session(
         report = validate.run_validators(
             validate.load_snapshot(session_dir),
             settings=settings,
-            # validate types its embedder as its own Embedder class though it only calls
-            # ``encode``; an Encoder (the tests' hashed stand-in) serves it as well
-            embedder=embedder if embeddings else None,  # type: ignore[arg-type]
+            embedder=embedder if embeddings else None,
         )
         findings = [f.model_dump(mode="json") for f in report.findings]
         curve = dict(report.divergence)

@@ -16,7 +16,7 @@ blocking and ``HAYTHAM_EMBEDDINGS=off`` skips the two embedding validators.
 from __future__ import annotations
 
 from haytham.validate.cli import cli_main
-from haytham.validate.embeddings import Embedder
+from haytham.validate.embeddings import Embedder, Encoder
 from haytham.validate.loader import load_snapshot
 from haytham.validate.model import (
     VALIDATOR_NAMES,
@@ -30,6 +30,7 @@ from haytham.validate.runner import run_validators
 __all__ = [
     "VALIDATOR_NAMES",
     "Embedder",
+    "Encoder",
     "Finding",
     "Snapshot",
     "ValidationReport",

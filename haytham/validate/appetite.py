@@ -197,4 +197,6 @@ def _decisions(ctx: Context) -> list[Finding]:
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Warnings on story-generation (story count, unknown ids, unimplemented capabilities,
+    dependencies) and on architecture-decisions (decisions serving unknown capabilities)."""
     return _stories(ctx) + _decisions(ctx)

@@ -40,6 +40,9 @@ class CaseError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
+    """One labelled calibration case: a session folder and the validators expected to flag it
+    (``drift is None``: a faithful session that nothing should flag)."""
+
     name: str
     path: Path
     drift: str | None
@@ -125,7 +128,7 @@ def apply_patch(folder: Path, patch: dict[str, Any], *, case: str = "") -> None:
         elif op == "remove":
             _remove(doc, patch["path"])
         elif op == "replace_text":
-            path = patch.get("path")
+            path: str = patch.get("path") or ""
             parts = _pointer(path) if path else []
             sub = _walk(doc, parts) if parts else doc
             new, count = _replace_text(sub, patch["find"], patch["replace"])
@@ -189,6 +192,8 @@ def load_cases(root: Path, workdir: Path) -> list[Case]:
 
 @dataclass
 class Counts:
+    """One validator's tallies over the cases (see :func:`score`)."""
+
     tp: int = 0
     fp: int = 0
     misses: int = 0
@@ -209,10 +214,12 @@ class Calibration:
 
     @property
     def detection_rate(self) -> float:
+        """Share of drift cases an expected validator caught (1.0 with no drift cases)."""
         return self.detected / self.drift_cases if self.drift_cases else 1.0
 
     @property
     def false_positive_rate(self) -> float:
+        """Share of faithful cases with any warning-or-worse finding (0.0 with none)."""
         return self.faithful_flagged / self.faithful_cases if self.faithful_cases else 0.0
 
 

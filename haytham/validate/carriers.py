@@ -26,14 +26,17 @@ only a little. So a warning also needs the stage's carriers to be **silent** on 
 of the target's *specific* terms appears in them while another stage's carriers use them. A
 target's specific terms are its own words (an invariant's value, a part's phrase without the
 words its sibling parts share) that the session uses mostly in the carriers of that target
-(``SPECIFIC_SHARE`` of the items that use the word carry it): "radio", "overdue" for an overdue
-flag, not "party" or "warden", which every item of that idea uses. No word list: the anchor's
-own words and the session's own use of them decide. Two ways to warn:
+(``carrier_specific_share`` of the items that use the word carry it): "radio", "overdue" for an
+overdue flag, not "party" or "warden", which every item of that idea uses. No word list: the
+anchor's own words and the session's own use of them decide. Two ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
-* a smaller drop (``SILENT_DROP``) and silence in a stage that is otherwise **not** terse: for
-  the other targets it carries, it uses at least ``LEXICAL_LEVEL_MIN`` (median) of the specific
-  terms the best stage uses. A terse stage is silent on many targets; a drifted one on one.
+* a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
+  terse: for the other targets it carries, it uses at least ``carrier_lexical_level_min``
+  (median) of the specific terms the best stage uses. A terse stage is silent on many targets; a
+  drifted one on one.
+
+The thresholds are :class:`~haytham.config.ValidatorSettings` fields (``carrier_*``).
 
 Words are compared after stemming, and a word matches another that starts with it (4 letters
 or more: "induct"/"induction", "encrypt"/"encrypted").
@@ -62,24 +65,10 @@ from haytham.validate.common import (
     stage_items,
 )
 from haytham.validate.lexicon import key_terms
-from haytham.validate.model import INVARIANT_COVERAGE, Finding
+from haytham.validate.model import INVARIANT_COVERAGE, Finding, ValidatorSettings
 from haytham.validate.semantic import invariant_text
 from haytham.validate.text import sentences, short, term_set
 
-SPECIFIC_SHARE = 0.5
-"""A target's word is specific when at least this share of the session's carrier items that use
-it carry the target."""
-OTHER_TERMS_MIN = 2
-"""Silence counts only when another stage's carriers use at least this many specific terms."""
-SILENT_SHARE = 0.0
-"""A stage is silent on a target when its carriers use at most this share of the specific terms
-the best other stage's carriers use (0: none of them; 1/3 was tried: two more catches on
-the tuning set, three more terse faithful stages flagged)."""
-SILENT_DROP = 0.1
-"""The cosine drop that, with silence in a stage that is not terse, is a warning."""
-LEXICAL_LEVEL_MIN = 0.7
-"""A stage is "not terse" when, median over the other targets it carries, its carriers use at
-least this share of the specific terms that the best stage's carriers use."""
 PREFIX_MIN = 4
 """Two stemmed words match when one starts with the other and the shorter has this many letters."""
 
@@ -116,15 +105,17 @@ class Words:
     specific: tuple[str, ...]
     used: dict[str, frozenset[str]]  # slug -> specific terms its carriers use
 
-    def silent(self, slug: str) -> bool:
-        """The stage's carriers use at most ``SILENT_SHARE`` of the specific terms another
-        stage's carriers use (at least ``OTHER_TERMS_MIN`` of them)."""
+    def silent(self, slug: str, settings: ValidatorSettings) -> bool:
+        """The stage's carriers use at most ``carrier_silent_share`` of the specific terms
+        another stage's carriers use (at least ``carrier_other_terms_min`` of them)."""
         others = [len(u) for s, u in self.used.items() if s != slug]
-        if not others or max(others) < OTHER_TERMS_MIN:
+        if not others or max(others) < settings.carrier_other_terms_min:
             return False
-        return len(self.used.get(slug, ())) <= SILENT_SHARE * max(others)
+        return len(self.used.get(slug, ())) <= settings.carrier_silent_share * max(others)
 
     def share(self, slug: str) -> float | None:
+        """How many specific terms the stage's carriers use, as a share of the wordiest stage's
+        count (``None`` when no stage's carriers use any)."""
         best = max((len(u) for u in self.used.values()), default=0)
         return len(self.used.get(slug, ())) / best if best else None
 
@@ -149,6 +140,7 @@ def words(ctx: Context) -> dict[str, Words]:
         if ctx.output(slug) is not None
     }
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
+    share = ctx.settings.carrier_specific_share
     out: dict[str, Words] = {}
     for inv in invs:
         for key, text in _targets(inv).items():
@@ -160,7 +152,7 @@ def words(ctx: Context) -> dict[str, Words]:
             specific = []
             for term in _target_terms(inv, key, text):
                 users = [k for k, bag in bags.items() if _has(term, bag)]
-                if users and sum(k in carriers for k in users) / len(users) >= SPECIFIC_SHARE:
+                if users and sum(k in carriers for k in users) / len(users) >= share:
                     specific.append(term)
             used: dict[str, frozenset[str]] = {}
             for slug, item in carriers:
@@ -253,10 +245,12 @@ def check(ctx: Context) -> list[Finding]:
                 best_slug, best = max(others, key=lambda o: o[1].score)
                 drop = s.carrier_drop if key == inv.id else s.carrier_part_drop
                 w = lex.get(key)
-                if w is None or not w.silent(slug):
+                if w is None or not w.silent(slug, s):
                     continue  # the carriers still use the target's own words
                 lost = best.score - here.score
-                if lost < drop and (lost < SILENT_DROP or level < LEXICAL_LEVEL_MIN):
+                if lost < drop and (
+                    lost < s.carrier_silent_drop or level < s.carrier_lexical_level_min
+                ):
                     continue
                 what = f"part {key} ({short(text, 70)!r}) of {inv.id} {inv.property}"
                 if key == inv.id:

@@ -343,4 +343,6 @@ def _phantom(ctx: Context) -> list[Finding]:
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Warnings for quantities stated differently across stages, web-search claims and pricing
+    no logged tool call supports, and founder claims the idea never makes."""
     return _inconsistent(ctx) + _unsourced(ctx) + _unsourced_pricing(ctx) + _phantom(ctx)

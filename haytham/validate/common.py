@@ -16,7 +16,7 @@ from haytham.validate.model import Finding, Snapshot, ValidatorSettings
 from haytham.validate.text import snake
 
 if TYPE_CHECKING:
-    from haytham.validate.embeddings import Embedder
+    from haytham.validate.embeddings import Encoder
 
 STAGE_NUMBER: Mapping[str, int] = MappingProxyType({s.slug: s.number for s in STAGES})
 WHAT_HOW_STORIES: tuple[str, ...] = tuple(s.slug for s in STAGES if s.number >= 5)
@@ -42,7 +42,7 @@ class Context:
     snap: Snapshot
     settings: ValidatorSettings
     stages: frozenset[str] | None = None
-    embedder: Embedder | None = None
+    embedder: Encoder | None = None
 
     def wants(self, slug: str | None) -> bool:
         """Whether findings about ``slug`` are wanted in this run."""
@@ -51,9 +51,11 @@ class Context:
         return slug is not None and slug in self.stages
 
     def output(self, slug: str) -> StageOutput | None:
+        """The stage's output envelope in the snapshot, or ``None`` if it has not run."""
         return self.snap.outputs.get(slug)
 
     def payload(self, slug: str) -> Any:
+        """The stage's typed payload (its stage-specific model), or ``None`` if it has not run."""
         out = self.snap.outputs.get(slug)
         return None if out is None else out.payload
 
@@ -108,6 +110,7 @@ def is_exclusion(inv: Invariant) -> bool:
 
 
 def anchor_invariants(anchor: ConceptAnchor | None) -> list[Invariant]:
+    """The anchor's invariants, every one (ambiguous and open included); none without an anchor."""
     return list(anchor.invariants) if anchor is not None else []
 
 
@@ -136,12 +139,15 @@ def override_for(ctx: Context, out: StageOutput, inv: Invariant) -> InvariantOve
 
 
 def mentions_invariant(names: set[str], prop: str) -> bool:
+    """Whether a normalised name equals the property ``prop`` or one extends the other by a
+    ``_suffix`` (``group_structure`` and ``group_structure_kept`` name the same invariant)."""
     return any(
         n == prop or n.startswith(prop + "_") or prop.startswith(n + "_") and n for n in names
     )
 
 
 def payload_items(payload: Any, key: str) -> Iterator[Any]:
+    """The entries of the payload's list field ``key`` (none when it is missing or empty)."""
     yield from getattr(payload, key, []) or []
 
 
@@ -163,6 +169,7 @@ class Item:
 
     @property
     def honoured(self) -> tuple[str, ...]:
+        """The invariant ids whose exclusion it honours, part ids counting for their invariant."""
         return tuple(dict.fromkeys(whole_id(c) for c in self.honours))
 
 

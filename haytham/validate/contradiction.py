@@ -74,6 +74,8 @@ def _opposed_term(a: str, b: str) -> str | None:
 
 
 def check(ctx: Context, vecs: SessionVectors) -> list[Finding]:
+    """Second opinions (``info``) on the later stage of each pair: opposed stages (document
+    similarity under ``pair_floor``) and opposed sentences (a shared term negated in one)."""
     found: list[Finding] = []
     for a, b in PAIRS:
         va, vb = vecs.stages.get(a), vecs.stages.get(b)

@@ -55,10 +55,13 @@ class Target:
 
     @property
     def is_invariant(self) -> bool:
+        """Whether the target is an invariant (else an identity feature)."""
         return self.key.startswith("INV-")
 
 
 def targets(anchor: ConceptAnchor, vecs: SessionVectors) -> list[Target]:
+    """The decided ``requires`` invariants and the identity features, each with its best match
+    in the idea as the reference its ratios divide by."""
     out: list[Target] = []
     for inv in anchor.decided():
         if inv.polarity == "requires" and inv.id in vecs.invariants:
@@ -125,20 +128,14 @@ def curve(ctx: Context, vecs: SessionVectors) -> dict[str, dict[str, float]]:
     return out
 
 
-FIDELITY_GAP = 0.18
-"""A descriptive stage this far below the session's best other descriptive stage reads generic
-(relative to this idea's own level: kiln-like ideas whose faithful stages all sit near 0 are not
-flagged; on the tuning set faithful gaps reach 0.17, genericized stages 0.19 to 0.48)."""
-ALL_GENERIC = -0.05
-"""With other descriptive stages to compare, a stage below this leans clearly toward the generic
-texts whatever the others do (all descriptive stages genericized at once)."""
-
-
 def _genericized(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[Finding]:
-    """Descriptive stages that read generic **relative to the session**: ``FIDELITY_GAP`` below
-    the best other descriptive stage, or below ``ALL_GENERIC``. Only when no other descriptive
-    stage is embedded (the per-stage run of the first one) the absolute
-    ``stage_fidelity_floor`` decides, as before issue 26."""
+    """Descriptive stages that read generic **relative to the session**: ``stage_fidelity_gap``
+    below the best other descriptive stage (relative to this idea's own level: kiln-like ideas
+    whose faithful stages all sit near 0 are not flagged), or below
+    ``stage_fidelity_all_generic``. Only when no other descriptive stage is embedded (the
+    per-stage run of the first one) the absolute ``stage_fidelity_floor`` decides, as before
+    issue 26."""
+    cfg = ctx.settings
     fid = {s: r["fidelity"] for s, r in divergence.items() if s in DESCRIPTIVE and "fidelity" in r}
     found = []
     for slug, value in fid.items():
@@ -147,17 +144,17 @@ def _genericized(ctx: Context, divergence: dict[str, dict[str, float]]) -> list[
         others = {s: v for s, v in fid.items() if s != slug}
         if others:
             best_slug = max(others, key=lambda s: others[s])
-            if value < others[best_slug] - FIDELITY_GAP:
+            if value < others[best_slug] - cfg.stage_fidelity_gap:
                 why = (
                     f"fidelity {value:+.2f}, {others[best_slug] - value:.2f} below "
                     f"{best_slug}'s {others[best_slug]:+.2f}"
                 )
-            elif value < ALL_GENERIC:
-                why = f"fidelity {value:+.2f} < {ALL_GENERIC:+.2f}"
+            elif value < cfg.stage_fidelity_all_generic:
+                why = f"fidelity {value:+.2f} < {cfg.stage_fidelity_all_generic:+.2f}"
             else:
                 continue
-        elif value < ctx.settings.stage_fidelity_floor:
-            why = f"fidelity {value:+.2f} < {ctx.settings.stage_fidelity_floor:+.2f}"
+        elif value < cfg.stage_fidelity_floor:
+            why = f"fidelity {value:+.2f} < {cfg.stage_fidelity_floor:+.2f}"
         else:
             continue
         found.append(
@@ -249,6 +246,8 @@ def _dropped(ctx: Context, vecs: SessionVectors) -> list[Finding]:
 
 
 def check(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    """Genericized-stage warnings and possibly-dropped second opinions, plus the fidelity curve
+    of the stages this run wants (:func:`curve`)."""
     full = curve(ctx, vecs)
     divergence = {k: v for k, v in full.items() if ctx.wants(k)}
     return _genericized(ctx, full) + _dropped(ctx, vecs), divergence

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -35,6 +36,13 @@ OpenBLAS's idle workers spin, so with two CPU hogs on a 2-core machine two threa
 ``haytham validate`` 3.3-11.8 s against 1.9-4.8 s for one; at load average ~2 both took ~1.5 s."""
 
 
+class Encoder(Protocol):
+    """What the validators need of a sentence model: :class:`Embedder`, or a stand-in in tests."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised embedding row per text, in input order; (0, 384) for no texts."""
+
+
 class Embedder:
     """Lazily loaded sentence model (numpy, CPU); ``encode`` returns an (N, 384) float32 array."""
 
@@ -49,6 +57,7 @@ class Embedder:
 
     @property
     def loaded(self) -> bool:
+        """Whether the model is in memory (``encode`` will not have to load it first)."""
         return self._model is not None
 
     def model_path(self) -> Path:
@@ -132,6 +141,7 @@ class Embedder:
             return np.stack(rows)
 
     def clear_cache(self) -> None:
+        """Forget every cached embedding (the next ``encode`` embeds all its texts afresh)."""
         with self._lock:
             self._cache.clear()
 

@@ -33,6 +33,8 @@ from haytham.validate.text import normalize, sentences, short
 
 @dataclass(frozen=True)
 class Framework:
+    """A framework the checks recognise: its kind, how to find its name, what it builds on."""
+
     name: str
     kind: str  # frontend | backend | mobile | cli
     pattern: str  # regex on normalized text, used in technology lists
@@ -130,6 +132,7 @@ _COMPARE = re.compile(
 
 
 def compatible(a: Framework, b: Framework) -> bool:
+    """Whether two frameworks can share a component: the same one, or one builds on the other."""
     return a.name == b.name or a.name in b.on or b.name in a.on
 
 
@@ -177,6 +180,8 @@ def _describe(uses: dict[str, list[str]]) -> str:
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Warnings for incompatible frameworks of one kind in one component: among decisions on
+    architecture-decisions, added by stories on story-generation."""
     sg, ad = ctx.payload(story_generation.SPEC.slug), ctx.payload(architecture_decisions.SPEC.slug)
     # (component key, kind) -> framework name -> sources
     table: dict[tuple[str, str], dict[str, list[str]]] = {}

@@ -84,6 +84,8 @@ def grounding_share(source: str, idea: str) -> float:
 
 
 def is_grounded(source: str, idea: str) -> bool:
+    """Whether ``source`` quotes (or closely paraphrases) ``idea``: :func:`grounding_share`
+    reaches :data:`GROUNDED_SHARE`."""
     return grounding_share(source, idea) >= GROUNDED_SHARE
 
 

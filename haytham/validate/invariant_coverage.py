@@ -337,6 +337,8 @@ def _genericized_reported(ctx: Context, slug: str, out: StageOutput) -> list[Fin
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Coverage findings for every WHAT/HOW/STORIES stage this run wants: overrides and
+    anchor_compliance in each, carriers, assumptions and reported genericizing in descriptive ones."""
     anchor = ctx.snap.anchor
     if anchor is None:
         return []

@@ -82,9 +82,11 @@ class ValidationReport(BaseModel):
     )
 
     def by_validator(self, name: str) -> list[Finding]:
+        """The findings of validator ``name``, every severity."""
         return [f for f in self.findings if f.validator == name]
 
     def blocking(self) -> list[Finding]:
+        """Findings that block: warnings of a validator the settings make blocking."""
         return [f for f in self.findings if f.severity == "blocking"]
 
     def flagged(self) -> list[Finding]:

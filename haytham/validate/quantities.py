@@ -141,6 +141,8 @@ _UNIT_NOUNS_SKIP = frozenset(
 
 @dataclass(frozen=True)
 class Quantity:
+    """One number a text states, with what it measures: kind, period, counted noun, topic terms."""
+
     kind: str  # money | percent | count
     value: float
     period: str | None
@@ -149,6 +151,7 @@ class Quantity:
     text: str
 
     def qualifiers(self) -> list[frozenset[str]]:
+        """Its topic terms in each qualifier group (TAM/SAM/SOM, region…), one set per group."""
         return [self.topic & g for g in _QUALIFIER_GROUPS]
 
 
@@ -243,6 +246,7 @@ def numbers(text: str) -> list[float]:
 
 
 def close(a: float, b: float, tolerance: float) -> bool:
+    """Whether ``a`` and ``b`` differ by at most ``tolerance`` of the larger magnitude."""
     if a == b:
         return True
     return abs(a - b) <= tolerance * max(abs(a), abs(b))
@@ -253,6 +257,8 @@ def _years(topic: frozenset[str]) -> frozenset[str]:
 
 
 def category(q: Quantity) -> str | None:
+    """``"price"`` or ``"market"`` for an amount of money whose period or topic says which;
+    ``None`` otherwise."""
     if q.kind != "money":
         return None
     if q.period or q.topic & PRICE_WORDS:

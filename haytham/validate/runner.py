@@ -1,4 +1,9 @@
-"""Run every validator over a snapshot: lexical ones first, then the two embedding validators.
+"""Run every validator over a snapshot: the lexical pass, then the embedding pass.
+
+Each pass runs its validators in the order of :data:`~haytham.config.VALIDATOR_NAMES`, the one
+place that order is kept (it also orders the findings): :data:`LEXICAL` and :data:`EMBEDDING`
+say only which names each pass runs. invariant_coverage runs in both: its structural checks
+lexically, its carriers by meaning (:mod:`haytham.validate.carriers`) with the embeddings.
 
 ``stages=None`` validates the whole session; ``stages={spec.slug}`` keeps only findings whose
 subject is that stage and embeds only what those findings need (the stage, its pair
@@ -9,7 +14,9 @@ stage), so the pipeline can call it after every stage.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from functools import partial
+from types import MappingProxyType
 
 from haytham.errors import HaythamError
 from haytham.stages import get_stage, idea_analysis
@@ -26,7 +33,7 @@ from haytham.validate import (
     trait_propagation,
 )
 from haytham.validate.common import DESCRIPTIVE, STAGE_NUMBER, Context, finding
-from haytham.validate.embeddings import Embedder
+from haytham.validate.embeddings import Embedder, Encoder
 from haytham.validate.model import (
     EMBEDDING_CONTRADICTION,
     EMBEDDING_DIVERGENCE,
@@ -37,17 +44,44 @@ from haytham.validate.model import (
     ValidationReport,
     ValidatorSettings,
 )
+from haytham.validate.semantic import SessionVectors
 
 log = logging.getLogger(__name__)
 
-LEXICAL: tuple[tuple[str, Callable[[Context], list[Finding]]], ...] = (
-    (trait_propagation.NAME, trait_propagation.check),
-    (invariant_coverage.NAME, invariant_coverage.check),
-    (claims.NAME, claims.check),
-    (appetite.NAME, appetite.check),
-    (frameworks.FRAMEWORK_COHERENCE, frameworks.check),
-    (competitor_map.NAME, competitor_map.check),
+Curve = dict[str, dict[str, float]]
+"""slug -> the stage's row of the divergence curve (:func:`haytham.validate.divergence.curve`)."""
+LexicalCheck = Callable[[Context], list[Finding]]
+EmbeddingCheck = Callable[[Context, SessionVectors], tuple[list[Finding], Curve]]
+
+
+def _carriers(ctx: Context, _vecs: SessionVectors) -> tuple[list[Finding], Curve]:
+    return carriers.check(ctx), {}
+
+
+def _contradiction(ctx: Context, vecs: SessionVectors) -> tuple[list[Finding], Curve]:
+    return contradiction.check(ctx, vecs), {}
+
+
+LEXICAL: Mapping[str, LexicalCheck] = MappingProxyType(
+    {
+        trait_propagation.NAME: trait_propagation.check,
+        invariant_coverage.NAME: invariant_coverage.check,
+        claims.NAME: claims.check,
+        appetite.NAME: appetite.check,
+        frameworks.FRAMEWORK_COHERENCE: frameworks.check,
+        competitor_map.NAME: competitor_map.check,
+    }
 )
+"""The validators that read words and structure, by name (run in ``VALIDATOR_NAMES`` order)."""
+EMBEDDING: Mapping[str, EmbeddingCheck] = MappingProxyType(
+    {
+        INVARIANT_COVERAGE: _carriers,
+        EMBEDDING_DIVERGENCE: divergence.check,
+        EMBEDDING_CONTRADICTION: _contradiction,
+    }
+)
+"""The checks that need the session's embeddings, by validator name (``VALIDATOR_NAMES`` order);
+only embedding_divergence adds to the curve."""
 
 
 def _guarded(name: str, fn: Callable[[], list[Finding]]) -> list[Finding]:
@@ -73,7 +107,7 @@ def run_validators(
     *,
     stages: Collection[str] | None = None,
     settings: ValidatorSettings | None = None,
-    embedder: Embedder | None = None,
+    embedder: Encoder | None = None,
 ) -> ValidationReport:
     """Validate ``snap``; findings are warnings unless their validator is in ``settings.blocking``.
 
@@ -90,25 +124,23 @@ def run_validators(
         embedder = Embedder()  # loads its model on first use only
     ctx = Context(snap=snap, settings=settings, stages=wanted, embedder=embedder)
     found: list[Finding] = []
-    for name, check in LEXICAL:
-        found += _guarded(name, lambda check=check: check(ctx))
-    curve: dict[str, dict[str, float]] = {}
+    for name in VALIDATOR_NAMES:
+        if name in LEXICAL:
+            found += _guarded(name, partial(LEXICAL[name], ctx))
+    curve: Curve = {}
     if settings.embeddings:
         slugs = _embedding_stages(ctx)
         if slugs:
             vecs = semantic.build(ctx, slugs)
-            result: list[tuple[list[Finding], dict[str, dict[str, float]]]] = []
 
-            def _divergence() -> list[Finding]:
-                fs, div = divergence.check(ctx, vecs)
-                result.append((fs, div))
+            def embedded(check: EmbeddingCheck) -> list[Finding]:
+                fs, rows = check(ctx, vecs)
+                curve.update(rows)
                 return fs
 
-            found += _guarded(EMBEDDING_DIVERGENCE, _divergence)
-            found += _guarded(INVARIANT_COVERAGE, lambda: carriers.check(ctx))
-            if result:
-                curve = result[0][1]
-            found += _guarded(EMBEDDING_CONTRADICTION, lambda: contradiction.check(ctx, vecs))
+            for name in VALIDATOR_NAMES:
+                if name in EMBEDDING:
+                    found += _guarded(name, partial(embedded, EMBEDDING[name]))
     order = {name: i for i, name in enumerate(VALIDATOR_NAMES)}
     kept = [
         f.model_copy(update={"severity": settings.severity(f.validator, f.severity)})

@@ -108,6 +108,7 @@ def _nested(value: object, key: str) -> list[str]:
 
 
 def invariant_text(inv: Invariant) -> str:
+    """The text embedded for an invariant: ``"<property in words>: <value>"``."""
     return f"{inv.property.replace('_', ' ')}: {inv.value}"
 
 
@@ -150,20 +151,25 @@ def _mean(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass
 class StageVectors:
+    """One stage's sentences and their embeddings, row for row."""
+
     segments: list[Segment]
     vectors: np.ndarray
 
     @property
     def included(self) -> np.ndarray:
+        """Embeddings of the sentences not under an excluding heading ("Out of scope"…)."""
         mask = np.array([not s.excluded for s in self.segments], dtype=bool)
         return self.vectors[mask] if len(self.segments) else self.vectors
 
     @property
     def included_segments(self) -> list[Segment]:
+        """The sentences not under an excluding heading, in the order of :attr:`included`."""
         return [s for s in self.segments if not s.excluded]
 
     @property
     def doc(self) -> np.ndarray:
+        """The stage's document vector: the normalised mean of :attr:`included`."""
         return _mean(self.included)
 
 

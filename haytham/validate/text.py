@@ -263,6 +263,7 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
+    """The normalised words of ``text`` in order (unstemmed, stopwords kept)."""
     return _WORD.findall(normalize(text))
 
 
@@ -282,10 +283,12 @@ def _terms(text: str) -> tuple[str, ...]:
 
 
 def term_set(text: str) -> set[str]:
+    """The distinct :func:`terms` of ``text``."""
     return set(_terms(text))
 
 
 def clean_markdown(text: str) -> str:
+    """``text`` with markdown emphasis, code, quote, heading and table marks replaced by spaces."""
     return _MD_NOISE.sub(" ", text)
 
 
@@ -367,9 +370,12 @@ def strings_of(value: Any, *, skip: Iterable[str] = ()) -> Iterator[str]:
 
 
 def snake(name: str) -> str:
+    """Lower-case ``name`` with each run of other characters as one underscore ("Group
+    structure" → ``group_structure``)."""
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
 def short(text: str, limit: int = 160) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis, for messages."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -153,6 +153,8 @@ _ASYNC = re.compile(r"\b(?:asynchronous(?:ly)?|async|at (?:their|your|his|her|it
 
 @dataclass(frozen=True)
 class Constraint:
+    """What a pinned invariant or a system trait demands of components, decisions and stories."""
+
     key: str  # a tag key, or "network" / "hosted" for a component's deployment
     allowed: bool  # False: downstream must not rely on it; True: it is required
     source: str
@@ -382,6 +384,8 @@ def _violation(c: Constraint, row: _Row) -> str:
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Warnings for system-traits contradicting a pinned invariant, and for each item (build-buy
+    component, decision, story) that breaks a constraint, one per item and source."""
     found = _traits_vs_anchor(ctx)
     constraints = derive_constraints(ctx)
     if not constraints:
