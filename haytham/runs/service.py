@@ -19,6 +19,7 @@ from typing import Any
 
 from burr.core import Application
 
+from haytham.agents.caller import ModelCaller
 from haytham.changes.request import (
     AGENT as CHANGE_AGENT,
 )
@@ -777,9 +778,9 @@ class Haytham:
             state = load_state(files)
             spec = revisable(state, stage)
             check_provider(self.settings)
-            runner = StageRunner(self.settings, self.models, files, input_validation=False)
+            caller = ModelCaller(self.settings, self.models, files)
             system = stage_system_prompt(spec) + "\n\n" + load_prompt("change_request.md")
-            answer = runner.ask(
+            answer = caller.ask(
                 CHANGE_AGENT,
                 spec.tier,
                 system,
