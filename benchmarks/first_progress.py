@@ -10,7 +10,9 @@ folder; Chromium types the Power of 8 idea and presses Start. Measured:
   the local model's startup step while it loads); the target is 5 s;
 - ``first_live_s``: Start → the page shows what the model does inside a stage (the local
   model's reading of its prompt, "is reading its prompt: 1,200 of 4,800 tokens", or its text);
-- ``first_text_s``: Start → the text a stage is writing is on the page (it streams);
+- ``first_text_s``: Start → the text a step is writing is on the page (it streams; the first
+  step is intake, which reads the idea);
+- ``analysis_text_s``: Start → the text idea analysis (stage 1) is writing is on the page;
 - ``stop_s``: Ctrl-C (SIGINT) to the Streamlit server → the local model's server process is
   gone; the target is 2 s.
 
@@ -38,6 +40,11 @@ APP = ROOT / "frontend_streamlit" / "app.py"
 IDEA = (ROOT / "tests" / "fixtures" / "ideas" / "power_of_8.md").read_text("utf-8").strip()
 CHROMIUM = Path("/usr/bin/chromium")
 CHILD = "haytham.models.llama_child"
+SHOTS = {
+    "first_live_s": "local-prompt-progress.png",
+    "first_text_s": "local-streaming.png",
+    "analysis_text_s": "local-idea-analysis-streaming.png",
+}
 
 
 def _free_port() -> int:
@@ -131,6 +138,7 @@ def measure(folder: Path, stream_timeout: float = 900.0, shots: Path | None = No
             for key, shown in (
                 ("first_live_s", re.compile("is reading its prompt|is writing:")),
                 ("first_text_s", re.compile("is writing:")),
+                ("analysis_text_s", re.compile("Idea analysis is writing:")),
             ):
                 left = stream_timeout - (time.monotonic() - began)
                 try:
@@ -139,10 +147,8 @@ def measure(folder: Path, stream_timeout: float = 900.0, shots: Path | None = No
                 except AssertionError:  # not within the time given: the stop is measured anyway
                     figures[key] = None
                     figures["not_within_s"] = stream_timeout
-                if shots and key == "first_live_s":
-                    page.screenshot(path=str(shots / "local-prompt-progress.png"))
-            if shots:
-                page.screenshot(path=str(shots / "local-streaming.png"))
+                if shots and figures[key] is not None:
+                    page.screenshot(path=str(shots / SHOTS[key]))
             browser.close()
         children = model_servers(server.pid)
         figures["model_servers"] = len(children)
