@@ -235,8 +235,10 @@ class LocalServer:
 
     def preparing(self) -> StartupStep | None:
         """What starting the server is doing right now (``None`` once it answers, or before it
-        is asked for): the step, how long it has taken so far, and how long the last start took
-        on this machine (an estimate; ``None`` before the first)."""
+        is asked for): the step, how long it has taken so far, how long the last start took
+        on this machine (an estimate; ``None`` before the first) and, for the steps that write
+        or read the model file (assembling it on a first start, reading it before the load),
+        its bytes so far and in all."""
         step, moved = self._step, self._bytes
         if step is None:
             return None
