@@ -166,7 +166,7 @@ def test_idea_analysis_streams_its_text_to_the_run_page_on_the_local_model(
 ) -> None:
     """The whole path, with a stand-in llama-server: the local model's streamed structured
     answer, the stage runner's text sink, the service's live call and the Run page's line."""
-    from components.context import backend as app_backend
+    from frontend_streamlit.components.context import backend as app_backend
     from test_ui_support import app, poll, service, shows, use_replay
 
     from haytham.models import llama_server
