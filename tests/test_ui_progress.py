@@ -242,3 +242,15 @@ def test_one_stage_count_everywhere(sessions: Path) -> None:
 def test_no_developer_toolbar() -> None:
     config = tomllib.loads((FRONTEND / ".streamlit" / "config.toml").read_text("utf-8"))
     assert config["client"]["toolbarMode"] == "viewer"
+
+
+def test_streamed_answers_read_as_words_not_json() -> None:
+    from frontend_streamlit.components.progress import readable_stream
+
+    partial = '{"problem_statement": "Founders say \\"no\\"\\nto it", "risks": [{"id": "RISK-1", "title": "Lo'
+    assert readable_stream(partial) == (
+        "problem statement: Founders say 'no' to it, risks: id: RISK-1, title: Lo"
+    )
+    assert readable_stream("reading the prompt: 40% of 2,000 tokens") == (
+        "reading the prompt: 40% of 2,000 tokens"
+    )

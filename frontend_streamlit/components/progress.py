@@ -3,6 +3,7 @@ an estimate per stage from this machine's past runs (``RunWorker.estimates``).""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection
 from typing import Any
@@ -16,6 +17,22 @@ from haytham.runs.worker import Job, StageProgress
 from haytham.schemas.intake import AGENT as INTAKE_AGENT
 from haytham.stages import ANCHOR_AGENT, ANCHOR_SOURCE, BY_SLUG, STAGES
 from haytham.state import RunStatus
+
+_JSON_KEY = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*')
+_JSON_ESCAPES = (("\\n", " "), ("\\t", " "), ('\\"', "'"), ("\\\\", "\\"))
+
+
+def readable_stream(text: str) -> str:
+    """The words of a structured answer while a model writes it: field names as words
+    (``tldr: …``, ``problem statement: …``), JSON's braces, brackets and quotes left out, so a
+    person reads the text and not its markup. Text that is not JSON comes back as it was."""
+    out = _JSON_KEY.sub(lambda m: m.group(1).replace("_", " ") + ": ", text)
+    for escape, plain in _JSON_ESCAPES:
+        out = out.replace(escape, plain)
+    out = re.sub(r'[{}\[\]"]', " ", out)
+    out = re.sub(r"\s+([,:])", r"\1", out)
+    return " ".join(out.split())
+
 
 STAGE_COUNT = f"{len(STAGES)} stages + the concept anchor"
 """How every page counts the pipeline's steps (the anchor is extracted between two stages)."""

@@ -19,6 +19,7 @@ from frontend_streamlit.components.progress import (
     inherited_steps,
     pretty_status,
     progress_bar,
+    readable_stream,
     stage_table,
     totals_line,
 )
@@ -133,7 +134,7 @@ def progress() -> None:
             if live.text.startswith(READING):  # the local model reads its prompt first
                 st.caption(f"{who} is {md(live.text)}")
             else:
-                tail = " ".join(live.text.split())[-STREAM_CHARS:]
+                tail = readable_stream(live.text)[-STREAM_CHARS:]
                 st.caption(f"{who} is writing: …{md(tail)}")
         stage_table(summary, job, running, **table)
         st.caption(totals_line(summary, calling=running is not None))
