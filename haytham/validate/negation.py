@@ -6,6 +6,18 @@ clause, or a cue such as "is not needed", "out of scope", "deferred" comes after
 "real-time is not needed" and "no open registration" are negated, while "Supabase for real-time
 subscriptions, not for auth" keeps "real-time" affirmed. This is a heuristic: double negation,
 sarcasm, or negation carried across sentences are not understood.
+
+Two constructions carry a negation *across* a clause cut (:func:`scoped_clauses`):
+
+* a **negated list**: "No price, fee or payment step appears" is cut at the comma, but "no"
+  governs the whole coordinated noun list; the clause after the comma inherits it when the one
+  before is a bare noun phrase under a negative determiner ("no", "zero", "neither", "nor" and
+  at most two words) and the list goes on at once ("fee or …": "or" / "nor" within its first
+  three words) or ends with "and";
+* a **restrictive relative clause of a negated noun**: in "there is no form through which
+  anyone can enrol" the relative clause describes the form that does not exist, so it is
+  negated too; a non-restrictive one ("no account, which makes sign-up fast") comments on the
+  whole clause and is not.
 """
 
 from __future__ import annotations
@@ -37,11 +49,57 @@ _CLAUSE_SPLIT = re.compile(
     r"beyond|except|other than|apart from|besides|"
     r"because|which|whereby|yet|plus|then)\b"
 )
+_SPLIT_KEEP = re.compile(f"({_CLAUSE_SPLIT.pattern})")
+_WORD = r"[a-z0-9'\-]+"
+# a bare noun phrase under a negative determiner closing a clause: "no price", "zero fees"
+# (not "without": "Without login, members …" is a fronted adverbial, not a list head)
+_NEG_LIST_HEAD = re.compile(rf"\b(?:no|nor|neither|zero)(?:\s+{_WORD}){{1,2}}$")
+# a negated noun a relative clause can hang on: "no page on", "no form through", "no way"
+_NEG_NOUN_END = re.compile(
+    rf"\b(?:no|without|nor|never an?|not an?|not any)(?:\s+{_WORD}){{1,3}}?"
+    rf"(?:\s+(?:on|in|through|by|with|via|from|for|to|at|of|under))?$"
+)
+# the noun list goes on right away: "fee or payment step appears …" ("or" within 3 words)
+_LIST_GOES_ON = re.compile(rf"^(?:{_WORD}\s+){{1,2}}(?:or|nor)\b")
 
 
 def clauses(sentence: str) -> list[str]:
     """Cut a normalized sentence at punctuation and conjunctions."""
     return [c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()]
+
+
+def _bare(clause: str) -> bool:
+    """A list item without a verb of its own: at most two words."""
+    return len(clause.split()) <= 2
+
+
+def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
+    """The clauses of a normalized sentence, each with whether a negation from the clause
+    before reaches it as a whole (see the module docstring: a negated list, a restrictive
+    relative clause of a negated noun)."""
+    parts = _SPLIT_KEEP.split(sentence)
+    out: list[tuple[str, bool]] = []
+    seps: list[str] = []
+    for i, part in enumerate(parts):
+        if i % 2:  # a separator (the capture group of the split)
+            seps.append(part.strip())
+            continue
+        clause = part.strip()
+        if not clause:
+            continue
+        inherited = False
+        if out:
+            prev, prev_inherited = out[-1]
+            head = bool(_NEG_LIST_HEAD.search(prev)) or (prev_inherited and _bare(prev))
+            if seps in ([","], ["and"]):
+                inherited = head and (
+                    seps == ["and"] or _bare(clause) or bool(_LIST_GOES_ON.search(clause))
+                )
+            elif seps in (["which"], ["whereby"]):  # restrictive: no comma before it
+                inherited = bool(_NEG_NOUN_END.search(prev)) or (prev_inherited and _bare(prev))
+        out.append((clause, inherited))
+        seps = []
+    return out
 
 
 def negated_at(clause: str, start: int, end: int) -> bool:
@@ -50,9 +108,9 @@ def negated_at(clause: str, start: int, end: int) -> bool:
     return bool(_PRE_CUES.search(before) or _POST_CUES.search(after))
 
 
-def _normalized_clauses(text: str) -> list[str]:
-    """Every clause of every sentence of ``text``, normalized."""
-    return [c for sentence in sentences(text) for c in clauses(normalize(sentence))]
+def _normalized_clauses(text: str) -> list[tuple[str, bool]]:
+    """Every clause of every sentence of ``text``, normalized, with its inherited negation."""
+    return [c for sentence in sentences(text) for c in scoped_clauses(normalize(sentence))]
 
 
 def _has_cue(text: str) -> bool:
@@ -63,8 +121,11 @@ def _matching_clauses(text: str, pattern: re.Pattern[str], *, negated: bool) -> 
     """Clauses where some match of ``pattern`` is negated (``negated=True``) or affirmed."""
     return [
         clause
-        for clause in _normalized_clauses(text)
-        if any(negated_at(clause, m.start(), m.end()) == negated for m in pattern.finditer(clause))
+        for clause, inherited in _normalized_clauses(text)
+        if any(
+            (inherited or negated_at(clause, m.start(), m.end())) == negated
+            for m in pattern.finditer(clause)
+        )
     ]
 
 
@@ -86,7 +147,9 @@ def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
     """
     pre, post = (_STRONG_PRE, _STRONG_POST) if strong else (_PRE_CUES, _POST_CUES)
     out: set[str] = set()
-    for clause in _normalized_clauses(text):
+    for clause, inherited in _normalized_clauses(text):
+        if inherited:
+            continue
         cue = pre.search(clause)
         if cue or post.search(clause):
             # keep the words before a pre-cue only ("patients do not join live" keeps
@@ -103,4 +166,8 @@ def affirmed_terms(text: str, *, strong: bool = False) -> set[str]:
 
 def affirmed_clauses(text: str) -> list[str]:
     """Normalized clauses of ``text`` that carry no negation cue at all."""
-    return [clause for clause in _normalized_clauses(text) if not _has_cue(clause)]
+    return [
+        clause
+        for clause, inherited in _normalized_clauses(text)
+        if not inherited and not _has_cue(clause)
+    ]

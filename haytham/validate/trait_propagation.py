@@ -298,6 +298,7 @@ class _Row:
     text: str
     deployment: str | None = None
     needs_network: bool | None = None
+    bought_channel: bool = False  # a BUY item whose every trait tag is a channel or payments
 
 
 def _chosen(rationale: str, alternatives: list[str]) -> str:
@@ -305,6 +306,24 @@ def _chosen(rationale: str, alternatives: list[str]) -> str:
     alternative ("Atlas Device Sync is a hosted service") describes what was not."""
     names = {t for a in alternatives for t in key_terms(a) if len(t) > 3}
     return " ".join(s for s in sentences(rationale) if not names & term_set(s))
+
+
+def _bought_channel(recommendation: str, requires: list[str]) -> bool:
+    """Whether a build-buy item buys an outside channel the product *calls*: a ``BUY`` (not
+    BUILD or HYBRID) whose trait tags are all communication channels (email, SMS, push …) or
+    payments. Such a service (a mail relay, an SMS gateway, a payment processor) is hosted by
+    its nature, since the message or the money leaves for someone outside; where it runs says
+    nothing about where the product itself runs, so a deployment pin (``on_prem``) does not
+    forbid its hosting. Its network use is still judged (``air_gapped`` forbids the call), and
+    a bought item with no tags, or with any other tag (a database, storage), is the product's
+    own component and stays under the pin. Decided from the schema (``recommendation``,
+    ``requires``), not from the service's name."""
+    tags = [_tag(t) for t in requires]
+    return (
+        recommendation == "BUY"
+        and bool(tags)
+        and all(t in (*_COMM_TAGS, "payments") for t in tags)
+    )
 
 
 def _items(ctx: Context) -> list[_Row]:
@@ -322,6 +341,7 @@ def _items(ctx: Context) -> list[_Row]:
                     ". ".join([i.need, i.service, i.rationale]),
                     i.deployment,
                     i.needs_network,
+                    _bought_channel(i.recommendation, i.requires),
                 )
             )
     ad = ctx.payload(architecture_decisions.SPEC.slug)
@@ -358,6 +378,8 @@ def _violation(c: Constraint, row: _Row) -> str:
     requires, text = row.requires, row.text
     if c.key == "network" and row.needs_network is not None:
         return "needs_network = true" if row.needs_network else ""
+    if c.key == "hosted" and row.bought_channel:
+        return ""  # an outside channel the product calls, not where the product runs
     if c.key in ("hosted", "deploy_on_prem", "deploy_device") and row.deployment is not None:
         wanted = c.key.removeprefix("deploy_")
         return f"deployment = {row.deployment}" if row.deployment == wanted else ""
