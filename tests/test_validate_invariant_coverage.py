@@ -167,3 +167,23 @@ def test_compliance_lists_may_name_invariants_by_id(tmp_path: Path) -> None:
     comp = s.outputs["build-buy-analysis"].anchor_compliance
     by_id = comp.model_copy(update={"invariants_preserved": s.anchor.ids()})
     assert found(replace_output(s, "build-buy-analysis", anchor_compliance=by_id), info=True) == []
+
+
+def test_an_item_that_negates_the_excluded_thing_honours_it() -> None:
+    """payments=none: "No price, fee or payment step appears" negates the whole noun list, so
+    the item honours the exclusion; an item that affirms a payment step still contradicts it."""
+    from haytham.schemas.anchor import Invariant
+    from haytham.validate.trait_propagation import pinned_contradiction
+
+    inv = Invariant(
+        id="INV-6",
+        property="no_charge",
+        kind="payments",
+        value="collecting is always free; nobody is charged",
+        trait="payments=none",
+        source="nobody is ever charged",
+        confidence=0.9,
+    )
+    assert pinned_contradiction(inv, "No price, fee or payment step appears in any call.") == ""
+    assert pinned_contradiction(inv, "Collectors never pay: no fee and no payment.") == ""
+    assert pinned_contradiction(inv, "A payment step at the end of every call takes the fee.")

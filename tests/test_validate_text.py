@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from haytham.validate.negation import affirmed_matches, affirmed_terms
+from haytham.validate.negation import affirmed_clauses, affirmed_matches, affirmed_terms
 from haytham.validate.quantities import extract, same_quantity
 from haytham.validate.text import markdown_segments, normalize, sentences, stem, terms
 
@@ -50,6 +50,39 @@ def test_stem_is_consistent() -> None:
     assert stem("givers") == stem("giver")
     assert stem("logged") == stem("log")
     assert stem("seven") == "7"
+
+
+PAYMENT = re.compile(r"\bpayment\b")
+SIGNUP = re.compile(r"\b(?:signup|sign themselves up|enrol themselves)\b")
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("No price, fee or payment step appears in any call.", PAYMENT),  # a negated list
+        ("No price, fee and payment are shown.", PAYMENT),
+        ("There is no page on which anyone could sign themselves up.", SIGNUP),  # relative
+        ("There is no form through which anyone can enrol themselves.", SIGNUP),
+    ],
+)
+def test_negation_reaches_across_a_list_or_a_restrictive_relative(
+    text: str, pattern: re.Pattern[str]
+) -> None:
+    assert affirmed_matches(text, pattern) == []
+    assert not affirmed_clauses(text) or all(not pattern.search(c) for c in affirmed_clauses(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("Stripe handles payment, fee or refund.", PAYMENT),  # no negation to carry
+        ("No login, the payment page asks for a card.", PAYMENT),  # not a list going on
+        ("Without login, members or guests make a payment by card.", PAYMENT),  # adverbial
+        ("Members need no account, which makes signup instant.", SIGNUP),  # non-restrictive
+    ],
+)
+def test_negation_stays_in_its_clause_otherwise(text: str, pattern: re.Pattern[str]) -> None:
+    assert affirmed_matches(text, pattern)
 
 
 def test_affirmed_terms_drop_negated_clause() -> None:

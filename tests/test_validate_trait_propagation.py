@@ -143,3 +143,40 @@ def test_forbidden_pin_is_checked_by_value(tmp_path: Path) -> None:
     auth = s.outputs["system-traits"].payload.auth.model_copy(update={"value": "open_registration"})
     fs = [f for f in found(_with(s, "system-traits", auth=auth)) if f.stage == "system-traits"]
     assert len(fs) == 1 and "forbids auth=open_registration" in fs[0].message
+
+
+def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path: Path) -> None:
+    """deployment=on_prem is about where the product runs: a BUY item whose trait tags are all
+    channels or payments (a mail relay) is an outside service the product calls, hosted by
+    nature; a bought database, a BUILD item or an untagged BUY stays under the pin."""
+    s = _pin(snap("cli_planlint", tmp_path), "data_locality", "deployment=on_prem")
+    traits = s.outputs["system-traits"].payload
+    s = _with(
+        s,
+        "system-traits",
+        deployment=traits.deployment.model_copy(update={"value": "on_prem"}),
+        communication=traits.communication.model_copy(update={"value": "email"}),
+    )
+    bb = s.outputs["build-buy-analysis"].payload
+    base = {"deployment": "hosted", "needs_network": True, "recommendation": "BUY"}
+    mail = bb.items[0].model_copy(
+        update={**base, "need": "Outgoing email", "service": "SMTP relay", "requires": ["email"]}
+    )
+    db = bb.items[0].model_copy(
+        update={**base, "need": "Plan storage", "service": "Managed DB", "requires": ["relational"]}
+    )
+    untagged = mail.model_copy(update={"need": "Untagged", "requires": []})
+    built = mail.model_copy(update={"need": "Built mail", "recommendation": "BUILD"})
+
+    def flagged(item: object) -> list[str]:
+        fs = found(_with(s, "build-buy-analysis", items=[item]))
+        return [f.item for f in fs if f.stage == "build-buy-analysis"]
+
+    assert flagged(mail) == []
+    assert flagged(db) == ["Plan storage"]
+    assert flagged(untagged) == ["Untagged"]
+    assert flagged(built) == ["Built mail"]
+    # air_gapped still forbids the call the bought channel makes
+    gapped = _pin(s, "data_locality", "deployment=air_gapped")
+    fs = found(_with(gapped, "build-buy-analysis", items=[mail]))
+    assert any(f.item == "Outgoing email" and "network" in f.message for f in fs)
