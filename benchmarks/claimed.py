@@ -3,10 +3,13 @@
     .venv/bin/python benchmarks/claimed.py                  # dev split (tune on this one)
     .venv/bin/python benchmarks/claimed.py --split test     # held-out ideas: score once, at the end
     .venv/bin/python benchmarks/claimed.py --split all-dev  # dev + test together (issue 26's tuning set)
+    .venv/bin/python benchmarks/claimed.py --split tuning   # dev + test + holdout (third round)
     .venv/bin/python benchmarks/claimed.py --verbose        # every finding of every case
 
-``holdout`` is the blind split written after the old ``test`` split was spoilt: the product
-owner scores it once, at the end; nobody tunes on it or runs it while tuning.
+``holdout`` was the blind split written after the old ``test`` split was spoilt; it was scored
+once and is spoilt too, so ``tuning`` (dev + test + holdout) is the third round's tuning set.
+``holdout2`` is the new blind split: the product owner scores it once, at the end; nobody tunes
+on it, opens it or runs it while tuning.
 
 Cases live in ``tests/fixtures/claimed/{dev,test}`` (written by helpers who did not read the
 validators; same case format as ``tests/fixtures/fidelity``). Each ``label.json`` names the
@@ -51,7 +54,9 @@ from haytham.validate import (  # noqa: E402
 from haytham.validate.calibration import CaseError, load_case  # noqa: E402
 from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
-SPLITS = {s: [ROOT / "tests" / "fixtures" / "claimed" / s] for s in ("dev", "test", "holdout", "holdout2")}
+SPLITS = {
+    s: [ROOT / "tests" / "fixtures" / "claimed" / s] for s in ("dev", "test", "holdout", "holdout2")
+}
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]
 )  # the tuning set since the old test split was spoilt

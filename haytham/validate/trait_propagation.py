@@ -320,9 +320,7 @@ def _bought_channel(recommendation: str, requires: list[str]) -> bool:
     ``requires``), not from the service's name."""
     tags = [_tag(t) for t in requires]
     return (
-        recommendation == "BUY"
-        and bool(tags)
-        and all(t in (*_COMM_TAGS, "payments") for t in tags)
+        recommendation == "BUY" and bool(tags) and all(t in (*_COMM_TAGS, "payments") for t in tags)
     )
 
 
