@@ -63,11 +63,6 @@ _NEG_NOUN_END = re.compile(
 _LIST_GOES_ON = re.compile(rf"^(?:{_WORD}\s+){{1,2}}(?:or|nor)\b")
 
 
-def clauses(sentence: str) -> list[str]:
-    """Cut a normalized sentence at punctuation and conjunctions."""
-    return [c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()]
-
-
 def _bare(clause: str) -> bool:
     """A list item without a verb of its own: at most two words."""
     return len(clause.split()) <= 2
