@@ -10,7 +10,7 @@ the product's own errors with secrets redacted.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 from strands import Agent
@@ -34,6 +34,24 @@ T = TypeVar("T", bound=BaseModel)
 
 REPAIR_TURNS = 2  # the first answer plus one repair after a contract violation
 MAX_SEARCHES = 3  # extra turns for tool calls when a tool is offered
+
+
+class Asker(Protocol):
+    """:meth:`ModelCaller.ask` as callers that only ask see it (verifiers, receiving-stage
+    validation): one structured answer from a fresh agent, or a typed error."""
+
+    def __call__(
+        self,
+        stage: str,
+        tier: str,
+        system: str,
+        ctx: Context,
+        model_cls: type[T],
+        *,
+        account_as: str | None = None,
+    ) -> T:
+        """Ask the agent ``stage`` for one answer of ``model_cls``."""
+        ...
 
 
 class ModelCaller:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from haytham.agents.caller import Asker
 from haytham.agents.context import Context
 from haytham.config import Settings
 from haytham.safety.redact import redact
@@ -35,7 +36,6 @@ from haytham.stages.base import ItemSource
 from haytham.state import SessionState
 from haytham.storage.protocol import Session
 from haytham.verify.config import input_validator_agent, reviser_agent
-from haytham.verify.single import Asker
 from haytham.verify.verdict import load_prompt
 
 logger = logging.getLogger(__name__)

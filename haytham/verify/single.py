@@ -5,36 +5,13 @@ into findings before the verdict is finalized."""
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
-
-from pydantic import BaseModel
-
-from haytham.agents.context import Context
+from haytham.agents.caller import Asker
 from haytham.errors import ContractViolation, HaythamError
 from haytham.schemas.verification import PhaseVerification
 from haytham.stages import Phase
 from haytham.state import SessionState
 from haytham.verify.audit import apply_audit, carrier_table
 from haytham.verify.verdict import finalize, inconclusive, system_prompt, verification_context
-
-T = TypeVar("T", bound=BaseModel)
-
-
-class Asker(Protocol):
-    """``StageRunner.ask``: one structured answer from a fresh agent, or a typed error."""
-
-    def __call__(
-        self,
-        stage: str,
-        tier: str,
-        system: str,
-        ctx: Context,
-        model_cls: type[T],
-        *,
-        account_as: str | None = None,
-    ) -> T:
-        """Ask the agent ``stage`` for one answer of ``model_cls``."""
-        ...
 
 
 def verify_single(
