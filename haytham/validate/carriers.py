@@ -128,17 +128,24 @@ def _target_terms(inv: Invariant, key: str, text: str) -> list[str]:
     return [t for t in own if t not in siblings]
 
 
-def words(ctx: Context) -> dict[str, Words]:
-    """target key -> which of its specific terms each descriptive stage's carriers use."""
+def _traced(ctx: Context) -> tuple[list[Invariant], dict[str, list[Item]]]:
+    """The anchor's resolved ``requires`` invariants (exclusions left out), and per descriptive
+    stage that ran, its IN items that carry something and have text (``ctx.snap.anchor`` set)."""
     anchor = ctx.snap.anchor
-    if anchor is None:
-        return {}
-    invs = [i for i in anchor.invariants if not is_exclusion(i) and resolved(i)]
+    invs = [i for i in anchor.invariants if not is_exclusion(i) and resolved(i)] if anchor else []
     stages = {
         slug: [i for i in stage_items(ctx, slug) if not i.out and i.carries and i.text]
         for slug in DESCRIPTIVE
         if ctx.output(slug) is not None
     }
+    return invs, stages
+
+
+def words(ctx: Context) -> dict[str, Words]:
+    """target key -> which of its specific terms each descriptive stage's carriers use."""
+    if ctx.snap.anchor is None:
+        return {}
+    invs, stages = _traced(ctx)
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
     share = ctx.settings.carrier_specific_share
     out: dict[str, Words] = {}
@@ -178,15 +185,9 @@ def _carriers(items: list[Item], inv: Invariant, key: str) -> list[Item]:
 def expression(ctx: Context) -> dict[str, dict[str, Expression]]:
     """slug -> target key -> how well the stage's carriers express it (descriptive stages that
     trace invariants; ``requires`` invariants that are not exclusions, and their parts)."""
-    anchor = ctx.snap.anchor
-    if anchor is None or ctx.embedder is None:
+    if ctx.snap.anchor is None or ctx.embedder is None:
         return {}
-    invs = [i for i in anchor.invariants if not is_exclusion(i) and resolved(i)]
-    stages = {
-        slug: [i for i in stage_items(ctx, slug) if not i.out and i.carries and i.text]
-        for slug in DESCRIPTIVE
-        if ctx.output(slug) is not None
-    }
+    invs, stages = _traced(ctx)
     stages = {s: items for s, items in stages.items() if items}
     if len(stages) < 2 or not invs:
         return {}
