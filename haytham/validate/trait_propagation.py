@@ -108,6 +108,12 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
         r"(?:signup|registration))"
     ),
+    "accounts": re.compile(
+        r"\b(?:passwords?|usernames?|user names?|(?:user|member|customer|portal|personal|web) "
+        r"(?:accounts?|logins?|profiles?)|(?:creates?|set(?:s|ting)? up|opens?|registers?|makes?) "
+        r"(?:an? |their |your |his |her |its )?(?:own )?(?:[a-z]+ )?(?:accounts?|logins?)|"
+        r"(?:logs?|signs?) in (?:with|using|to (?:the|their|your|an?) (?:[a-z]+ )?account))\b"
+    ),
     "payments": re.compile(
         r"\b(?:payments?|billing|checkout|stripe|paddle|braintree|invoic(?:e|es|ing)|"
         r"credit cards?|paywall|pricing tiers?|subscription (?:plans?|tiers?|billing|fees?))\b"
@@ -138,6 +144,7 @@ _KEY_WORDS = MappingProxyType(
         "hosted": "a hosted (vendor/cloud) deployment",
         "deploy_on_prem": "an on-prem deployment",
         "deploy_device": "an on-device deployment",
+        "accounts": "user accounts or passwords",
     }
 )
 _INVITED = re.compile(
@@ -185,6 +192,8 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
         return []
     if trait == "realtime":
         return [("realtime", value == "true")]
+    if trait == "auth" and value == "none":  # no accounts at all: a login of any kind breaks it
+        return [("open_registration", False), ("accounts", False)]
     if trait == "auth" and value != "open_registration":
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
