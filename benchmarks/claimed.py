@@ -55,7 +55,8 @@ from haytham.validate.calibration import CaseError, load_case  # noqa: E402
 from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {
-    s: [ROOT / "tests" / "fixtures" / "claimed" / s] for s in ("dev", "test", "holdout", "holdout2", "holdout3")
+    s: [ROOT / "tests" / "fixtures" / "claimed" / s]
+    for s in ("dev", "test", "holdout", "holdout2", "holdout3")
 }
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]

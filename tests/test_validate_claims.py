@@ -104,7 +104,7 @@ def test_founder_claims_supported_by_the_idea() -> None:
 
 
 def test_a_one_letter_scale_that_can_be_a_unit_reads_as_written_too() -> None:
-    """"under-10m boats" restates "under-10 metre boats": ten metres, not ten million boats;
+    """ "under-10m boats" restates "under-10 metre boats": ten metres, not ten million boats;
     a scale with a currency ("£10m") or one the idea never states is still a number it adds."""
     idea = "A swap ledger for the co-op's under-10 metre boats, twelve skippers in all."
     assert founder_support("Skippers of under-10m boats swap kilos", idea)[2] == []

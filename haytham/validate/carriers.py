@@ -28,7 +28,9 @@ target's specific terms are its own words (an invariant's value, a part's phrase
 words its sibling parts share) that the session uses mostly in the carriers of that target
 (``carrier_specific_share`` of the items that use the word carry it): "radio", "overdue" for an
 overdue flag, not "party" or "warden", which every item of that idea uses. No word list: the
-anchor's own words and the session's own use of them decide. Two ways to warn:
+anchor's own words and the session's own use of them decide. An OUT item of the stage that
+honours the target speaks for it too: "Out: no money changes hands" is the stage using the
+words of "kilos for kilos, never for money", though its IN carrier only says "no price". Two ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
 * a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
@@ -49,7 +51,7 @@ keeps the invariant's words while changing its sense (the phase verifier's per-i
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -104,14 +106,19 @@ class Words:
 
     specific: tuple[str, ...]
     used: dict[str, frozenset[str]]  # slug -> specific terms its carriers use
+    honoured: dict[str, frozenset[str]] = field(default_factory=dict)
+    """slug -> specific terms its OUT items that honour the target use (they speak for it in
+    the silence test, not in how wordy the stage is)."""
 
     def silent(self, slug: str, settings: ValidatorSettings) -> bool:
-        """The stage's carriers use at most ``carrier_silent_share`` of the specific terms
-        another stage's carriers use (at least ``carrier_other_terms_min`` of them)."""
+        """The stage's carriers (and its OUT items honouring the target) use at most
+        ``carrier_silent_share`` of the specific terms another stage's carriers use (at least
+        ``carrier_other_terms_min`` of them)."""
         others = [len(u) for s, u in self.used.items() if s != slug]
         if not others or max(others) < settings.carrier_other_terms_min:
             return False
-        return len(self.used.get(slug, ())) <= settings.carrier_silent_share * max(others)
+        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
+        return len(here) <= settings.carrier_silent_share * max(others)
 
     def share(self, slug: str) -> float | None:
         """How many specific terms the stage's carriers use, as a share of the wordiest stage's
@@ -147,6 +154,10 @@ def words(ctx: Context) -> dict[str, Words]:
         return {}
     invs, stages = _traced(ctx)
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
+    exclusions = {
+        slug: [i for i in stage_items(ctx, slug) if i.out and i.honours and i.text]
+        for slug in stages
+    }
     share = ctx.settings.carrier_specific_share
     out: dict[str, Words] = {}
     for inv in invs:
@@ -165,7 +176,17 @@ def words(ctx: Context) -> dict[str, Words]:
             for slug, item in carriers:
                 found = {t for t in specific if _has(t, bags[(slug, item)])}
                 used[slug] = used.get(slug, frozenset()) | found
-            out[key] = Words(tuple(specific), used)
+            honoured = {  # "Out: no money changes hands" speaks for "never for money"
+                slug: frozenset(
+                    t
+                    for item in items
+                    if key in item.honours or inv.id in item.honoured
+                    for t in specific
+                    if _has(t, term_set(item.text))
+                )
+                for slug, items in exclusions.items()
+            }
+            out[key] = Words(tuple(specific), used, honoured)
     return out
 
 

@@ -14,6 +14,9 @@ Two constructions carry a negation *across* a clause cut (:func:`scoped_clauses`
   before is a bare noun phrase under a negative determiner ("no", "zero", "neither", "nor" and
   at most two words) and the list goes on at once ("fee or …": "or" / "nor" within its first
   three words) or ends with "and";
+* a **noun list finished after a comma**: in "there is no field for a price, a payment or a
+  fee" the clause after the comma is only the rest of the list ("a payment or a fee": noun
+  phrases joined by "or", no verb), so the negation of the clause before reaches it;
 * a **restrictive relative clause of a negated noun**: in "there is no form through which
   anyone can enrol" the relative clause describes the form that does not exist, so it is
   negated too; a non-restrictive one ("no account, which makes sign-up fast") comments on the
@@ -63,6 +66,13 @@ _NEG_NOUN_END = re.compile(
 _LIST_GOES_ON = re.compile(rf"^(?:{_WORD}\s+){{1,2}}(?:or|nor)\b")
 
 
+# a clause that is nothing but the rest of a noun list: "a payment or a fee", "fees nor tips"
+_DET = r"(?:(?:an?|the|any)\s+)?"
+_NOUN_LIST_REST = re.compile(
+    rf"^{_DET}{_WORD}(?:\s+{_WORD})?\s+(?:or|nor)\s+{_DET}{_WORD}(?:\s+{_WORD})?$"
+)
+
+
 def _bare(clause: str) -> bool:
     """A list item without a verb of its own: at most two words."""
     return len(clause.split()) <= 2
@@ -89,6 +99,13 @@ def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
             if seps in ([","], ["and"]):
                 inherited = head and (
                     seps == ["and"] or _bare(clause) or bool(_LIST_GOES_ON.search(clause))
+                )
+                # "no field for a price, a payment or a fee": the negated clause's last noun
+                # starts a list that the next clause finishes without a verb of its own
+                inherited = inherited or (
+                    seps == [","]
+                    and bool(_NOUN_LIST_REST.match(clause.rstrip(".!?")))
+                    and (prev_inherited or bool(_PRE_CUES.search(prev)))
                 )
             elif seps in (["which"], ["whereby"]):  # restrictive: no comma before it
                 inherited = bool(_NEG_NOUN_END.search(prev)) or (prev_inherited and _bare(prev))
