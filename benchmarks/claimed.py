@@ -56,7 +56,7 @@ from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {
     s: [ROOT / "tests" / "fixtures" / "claimed" / s]
-    for s in ("dev", "test", "holdout", "holdout2", "holdout3")
+    for s in ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4")
 }
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]
@@ -67,6 +67,8 @@ SPLITS["tuning"] = SPLITS["dev"] + SPLITS["test"] + SPLITS["holdout"]
 # issue 26, fourth round: holdout2 was scored once and is spoilt too; every earlier split tunes,
 # holdout3 is the new blind split (never run while tuning)
 SPLITS["tuning4"] = SPLITS["tuning"] + SPLITS["holdout2"]
+# fifth round: holdout3 was scored once and is spoilt too; holdout4 is the new blind split
+SPLITS["tuning5"] = SPLITS["tuning4"] + SPLITS["holdout3"]
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 

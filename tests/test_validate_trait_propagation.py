@@ -147,7 +147,8 @@ def test_forbidden_pin_is_checked_by_value(tmp_path: Path) -> None:
 
 def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path: Path) -> None:
     """deployment=on_prem is about where the product runs: a BUY item whose trait tags are all
-    channels or payments (a mail relay) is an outside service the product calls, hosted by
+    channels, payments or single sign-on (a mail relay, an identity provider) is an outside
+    service the product calls, hosted by
     nature; a bought database, a BUILD item or an untagged BUY stays under the pin."""
     s = _pin(snap("cli_planlint", tmp_path), "data_locality", "deployment=on_prem")
     traits = s.outputs["system-traits"].payload
@@ -165,6 +166,9 @@ def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path:
     db = bb.items[0].model_copy(
         update={**base, "need": "Plan storage", "service": "Managed DB", "requires": ["relational"]}
     )
+    sign_in = mail.model_copy(
+        update={"need": "Sign-in", "service": "Council Entra ID", "requires": ["sso"]}
+    )
     untagged = mail.model_copy(update={"need": "Untagged", "requires": []})
     built = mail.model_copy(update={"need": "Built mail", "recommendation": "BUILD"})
 
@@ -173,6 +177,7 @@ def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path:
         return [f.item for f in fs if f.stage == "build-buy-analysis"]
 
     assert flagged(mail) == []
+    assert flagged(sign_in) == []  # the organisation's identity provider: called, not run
     assert flagged(db) == ["Plan storage"]
     assert flagged(untagged) == ["Untagged"]
     assert flagged(built) == ["Built mail"]

@@ -17,6 +17,10 @@ Two constructions carry a negation *across* a clause cut (:func:`scoped_clauses`
 * a **noun list finished after a comma**: in "there is no field for a price, a payment or a
   fee" the clause after the comma is only the rest of the list ("a payment or a fee": noun
   phrases joined by "or", no verb), so the negation of the clause before reaches it;
+* a **predicate list finished after a comma**: in "it never has to create an account, choose a
+  password or supply an email address" the negated verb heads a list of predicates; the clause
+  after the comma (at most eight words, coordinated by "or", no subject of its own) inherits a
+  negation that governs a verb ("never", "not", "cannot"; not "no" or "without");
 * a **restrictive relative clause of a negated noun**: in "there is no form through which
   anyone can enrol" the relative clause describes the form that does not exist, so it is
   negated too; a non-restrictive one ("no account, which makes sign-up fast") comments on the
@@ -73,6 +77,29 @@ _NOUN_LIST_REST = re.compile(
 )
 
 
+# a negation that governs a verb: "never has to create …", "cannot …" (not "no" or "without",
+# whose scope is a noun phrase or a fronted adverbial)
+_VERB_NEGATION = re.compile(
+    r"\b(?:not|never|cannot|can't|won't|don't|doesn't|didn't|isn't|aren't|neither|nor)\b"
+)
+# a clause that opens with its own subject or a determiner is not the rest of a predicate list
+_OWN_SUBJECT = re.compile(
+    r"^(?:i|you|he|she|it|we|they|anyone|anybody|everyone|everybody|someone|somebody|nobody|"
+    r"the|a|an|each|every|any|all|some|this|that|these|those|there)\b"
+)
+
+
+def _predicate_list_rest(clause: str) -> bool:
+    """ "…, choose a password or supply an email address": the rest of a list of predicates
+    (at most eight words, coordinated by "or"/"nor", no subject of its own)."""
+    words = clause.rstrip(".!?").split()
+    return (
+        0 < len(words) <= 8
+        and any(w in ("or", "nor") for w in words[1:])
+        and not _OWN_SUBJECT.match(clause)
+    )
+
+
 def _bare(clause: str) -> bool:
     """A list item without a verb of its own: at most two words."""
     return len(clause.split()) <= 2
@@ -106,6 +133,13 @@ def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
                     seps == [","]
                     and bool(_NOUN_LIST_REST.match(clause.rstrip(".!?")))
                     and (prev_inherited or bool(_PRE_CUES.search(prev)))
+                )
+                # "it never has to create an account, choose a password or supply an email":
+                # the verb the negation governs heads a list of predicates
+                inherited = inherited or (
+                    seps == [","]
+                    and _predicate_list_rest(clause)
+                    and (prev_inherited or bool(_VERB_NEGATION.search(prev)))
                 )
             elif seps in (["which"], ["whereby"]):  # restrictive: no comma before it
                 inherited = bool(_NEG_NOUN_END.search(prev)) or (prev_inherited and _bare(prev))

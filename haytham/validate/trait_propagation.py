@@ -80,9 +80,13 @@ _TAGS: dict[str, tuple[str, ...]] = {
     "mobile": ("mobile", "ios", "android", "mobile_app"),
     "cli": ("cli", "terminal"),
     "desktop": ("desktop",),
+    "sso": ("sso", "single_sign_on", "oauth", "oidc", "saml", "identity_provider", "idp"),
 }
 _TAG_OF = MappingProxyType({alias: key for key, aliases in _TAGS.items() for alias in aliases})
 _COMM_TAGS = ("email", "push", "sms", "video", "audio", "chat")
+_OUTSIDE_TAGS = (*_COMM_TAGS, "payments", "sso")
+"""What a bought service can be that is hosted by its nature and called from outside: a
+channel, a payment processor, the organisation's own identity provider (single sign-on)."""
 _INTERFACE_TAGS = ("web", "mobile", "cli", "desktop")
 
 _TEXT: dict[str, re.Pattern[str]] = {
@@ -319,8 +323,9 @@ def _chosen(rationale: str, alternatives: list[str]) -> str:
 
 def _bought_channel(recommendation: str, requires: list[str]) -> bool:
     """Whether a build-buy item buys an outside channel the product *calls*: a ``BUY`` (not
-    BUILD or HYBRID) whose trait tags are all communication channels (email, SMS, push …) or
-    payments. Such a service (a mail relay, an SMS gateway, a payment processor) is hosted by
+    BUILD or HYBRID) whose trait tags are all communication channels (email, SMS, push …),
+    payments or single sign-on. Such a service (a mail relay, an SMS gateway, a payment
+    processor, the organisation's identity provider) is hosted by
     its nature, since the message or the money leaves for someone outside; where it runs says
     nothing about where the product itself runs, so a deployment pin (``on_prem``) does not
     forbid its hosting. Its network use is still judged (``air_gapped`` forbids the call), and
@@ -328,9 +333,7 @@ def _bought_channel(recommendation: str, requires: list[str]) -> bool:
     own component and stays under the pin. Decided from the schema (``recommendation``,
     ``requires``), not from the service's name."""
     tags = [_tag(t) for t in requires]
-    return (
-        recommendation == "BUY" and bool(tags) and all(t in (*_COMM_TAGS, "payments") for t in tags)
-    )
+    return recommendation == "BUY" and bool(tags) and all(t in _OUTSIDE_TAGS for t in tags)
 
 
 def _items(ctx: Context) -> list[_Row]:
