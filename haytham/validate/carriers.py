@@ -30,7 +30,10 @@ words its sibling parts share) that the session uses mostly in the carriers of t
 overdue flag, not "party" or "warden", which every item of that idea uses. No word list: the
 anchor's own words and the session's own use of them decide. An OUT item of the stage that
 honours the target speaks for it too: "Out: no money changes hands" is the stage using the
-words of "kilos for kilos, never for money", though its IN carrier only says "no price". Two ways to warn:
+words of "kilos for kilos, never for money", though its IN carrier only says "no price". So
+does a carrier that names the trait value the invariant pins ("SMS" for "notices go out by
+text message", pinned ``communication=sms``): the pin is the invariant in the vocabulary's
+words. Two ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
 * a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
@@ -50,12 +53,14 @@ keeps the invariant's words while changing its sense (the phase verifier's per-i
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from haytham.schemas.anchor import Invariant
+from haytham.schemas.traits import value_words
 from haytham.validate.common import (
     DESCRIPTIVE,
     Context,
@@ -69,7 +74,7 @@ from haytham.validate.common import (
 from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding, ValidatorSettings
 from haytham.validate.semantic import invariant_text
-from haytham.validate.text import sentences, short, term_set
+from haytham.validate.text import normalize, sentences, short, term_set
 
 PREFIX_MIN = 4
 """Two stemmed words match when one starts with the other and the shorter has this many letters."""
@@ -154,6 +159,7 @@ def words(ctx: Context) -> dict[str, Words]:
         return {}
     invs, stages = _traced(ctx)
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
+    by_id = {(slug, i.id): i for slug, items in stages.items() for i in items}
     exclusions = {
         slug: [i for i in stage_items(ctx, slug) if i.out and i.honours and i.text]
         for slug in stages
@@ -186,8 +192,20 @@ def words(ctx: Context) -> dict[str, Words]:
                 )
                 for slug, items in exclusions.items()
             }
+            named = _pin_phrases(inv) if key == inv.id else ()
+            for slug, item in carriers:  # "SMS" names the pin of "notices go out by text"
+                text = normalize(by_id[(slug, item)].text)
+                hit = [p for p in named if re.search(rf"\b{re.escape(p)}\b", text)]
+                if hit:
+                    honoured[slug] = honoured.get(slug, frozenset()) | {f"pin:{hit[0]}"}
             out[key] = Words(tuple(specific), used, honoured)
     return out
+
+
+def _pin_phrases(inv: Invariant) -> tuple[str, ...]:
+    """How prose names the trait value ``inv`` pins ("sms" for ``communication=sms``)."""
+    ref = inv.trait_ref
+    return tuple(sorted(value_words(*ref))) if ref is not None else ()
 
 
 def lexical_level(lex: dict[str, Words], slug: str) -> float:
