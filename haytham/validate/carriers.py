@@ -33,7 +33,8 @@ honours the target speaks for it too: "Out: no money changes hands" is the stage
 words of "kilos for kilos, never for money", though its IN carrier only says "no price". So
 does a carrier that names the trait value the invariant pins ("SMS" for "notices go out by
 text message", pinned ``communication=sms``): the pin is the invariant in the vocabulary's
-words. Two ways to warn:
+words (a value word counts only where it is specific, like the other words: "swap" in a swap
+ledger is everywhere). Two ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
 * a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
@@ -192,14 +193,21 @@ def words(ctx: Context) -> dict[str, Words]:
                 )
                 for slug, items in exclusions.items()
             }
-            named = _pin_phrases(inv) if key == inv.id else ()
-            for slug, item in carriers:  # "SMS" names the pin of "notices go out by text"
-                text = normalize(by_id[(slug, item)].text)
-                hit = [p for p in named if re.search(rf"\b{re.escape(p)}\b", text)]
-                if hit:
-                    honoured[slug] = honoured.get(slug, frozenset()) | {f"pin:{hit[0]}"}
+            for phrase in _pin_phrases(inv) if key == inv.id else ():
+                # "SMS" names the pin of "notices go out by text message" (when the session
+                # says it mostly in that invariant's carriers: "swap" in a swap ledger does not)
+                users = [k for k, item in by_id.items() if _says(phrase, item.text)]
+                if not users or sum(k in carriers for k in users) / len(users) < share:
+                    continue
+                for slug, item in carriers:
+                    if _says(phrase, by_id[(slug, item)].text):
+                        honoured[slug] = honoured.get(slug, frozenset()) | {f"pin:{phrase}"}
             out[key] = Words(tuple(specific), used, honoured)
     return out
+
+
+def _says(phrase: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(phrase)}\b", normalize(text)) is not None
 
 
 def _pin_phrases(inv: Invariant) -> tuple[str, ...]:
