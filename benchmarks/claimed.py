@@ -56,7 +56,7 @@ from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {
     s: [ROOT / "tests" / "fixtures" / "claimed" / s]
-    for s in ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4")
+    for s in ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 }
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]
@@ -69,6 +69,8 @@ SPLITS["tuning"] = SPLITS["dev"] + SPLITS["test"] + SPLITS["holdout"]
 SPLITS["tuning4"] = SPLITS["tuning"] + SPLITS["holdout2"]
 # fifth round: holdout3 was scored once and is spoilt too; holdout4 is the new blind split
 SPLITS["tuning5"] = SPLITS["tuning4"] + SPLITS["holdout3"]
+# sixth round: holdout4 was scored once and is spoilt too; holdout5 is the new blind split
+SPLITS["tuning6"] = SPLITS["tuning5"] + SPLITS["holdout4"]
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 

@@ -112,6 +112,12 @@ def test_a_one_letter_scale_that_can_be_a_unit_reads_as_written_too() -> None:
     assert founder_support("Skippers would pay £10m a year", idea)[2] == [10e6]
 
 
+def test_numbers_the_idea_writes_as_words_support_a_claim_in_digits() -> None:
+    idea = "Weddings come roughly one a fortnight, and twelve ringers share them."
+    assert founder_support("~1 wedding/fortnight; 12 ringers", idea)[2] == []
+    assert founder_support("~3 weddings a fortnight", idea)[2] == [3.0]
+
+
 # -- code rewrites what it checked (issue 25, point 5) -------------------------------------------
 def _market_answer() -> dict:
     for line in (POWER8 / "pipeline.jsonl").read_text().splitlines():

@@ -65,6 +65,7 @@ SIGNUP = re.compile(r"\b(?:signup|sign themselves up|enrol themselves)\b")
         ("There is no form through which anyone can enrol themselves.", SIGNUP),
         ("There is no field anywhere for a price, a payment or a fee.", PAYMENT),  # list rest
         ("It never has to sign up, make a payment or give an email.", PAYMENT),  # predicates
+        ("A payment through the site is impossible.", PAYMENT),  # a cue after the match
     ],
 )
 def test_negation_reaches_across_a_list_or_a_restrictive_relative(

@@ -43,7 +43,8 @@ _PRE_CUES = re.compile(
 _POST_CUES = re.compile(
     r"\b(?:not|unnecessary|unneeded|deferred|postponed|excluded|dropped|removed|disabled|"
     r"out of scope|post[\s\-]?mvp|not in (?:the )?mvp|not planned|avoided|omitted|ruled out|"
-    r"later|v2|phase 2|never|off)\b"
+    r"later|v2|phase 2|never|off|impossible|not possible|prevented|refused|rejected|forbidden|"
+    r"prohibited|disallowed|not allowed|not permitted)\b"
 )
 _STRONG_PRE = re.compile(
     r"\b(?:not|no|never|without|nor|neither|none|instead of|rather than|"

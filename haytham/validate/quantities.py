@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from haytham.validate.text import stem, terms
+from haytham.validate.text import number_words, stem, terms
 
 _SCALE = {
     "k": 1e3,
@@ -248,9 +248,10 @@ def extract(text: str) -> list[Quantity]:
 
 
 def numbers(text: str) -> list[float]:
-    """Every number in ``text`` in base units, plus the bare numbers (for lenient matching)."""
+    """Every number in ``text`` in base units, plus the bare numbers and the numbers written as
+    words ("one a fortnight"), for lenient matching."""
     text = _comma_groups(text)
-    out: list[float] = []
+    out: list[float] = number_words(text)
     for q in extract(text):
         out.append(q.value)
     for m in re.finditer(_NUM + _SCALE_RE, text, re.IGNORECASE):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
-from haytham.schemas.traits import satisfies
+from haytham.schemas.traits import satisfies, value_words
 from haytham.stages import (
     architecture_decisions,
     build_buy_analysis,
@@ -155,6 +155,12 @@ _INVITED = re.compile(
     r"\b(?:invite|invited|invitation|inviteonly|allow ?list|whitelist|approved|approval|"
     r"pre-?registered|admin creates?|code)\b"
 )
+_EVENT_SIGNUP = re.compile(
+    r"\b(?:signup|signed up|signs up|signing up|sign up) for (?:that|this|the|a|an|each|every|"
+    r"next|their|his|her|our|tonight's|today's) (?!(?:[a-z]+ )?(?:account|membership|access|app|"
+    r"service|platform|site|website|newsletter|group)s?\b)[a-z]+"
+)
+"""Putting one's name down for a night, a slot or a walk: a sign-up sheet, not registration."""
 _REALTIME_DENIED = re.compile(
     r"\b(?:no|without) (?:need for )?realtime\b|\brealtime (?:is |are )?(?:not|un)(?:needed|"
     r"necessary|required)\b|\bpolling instead of\b|\basync(?:hronous)?(?: only)? instead of\b"
@@ -241,6 +247,64 @@ def declared_contradiction(family: str, value: str, text: str) -> str:
             evidence = _violation(Constraint(key, allowed, ""), _Row("", "", "", [], text))
             if evidence:
                 return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
+    return ""
+
+
+_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_RHYTHM: dict[str, re.Pattern[str]] = {
+    "daily": re.compile(r"\b(?:daily|every day|each day|once a day|nightly|every night)\b"),
+    "weekly": re.compile(
+        rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s\b)"
+    ),
+    "monthly": re.compile(r"\b(?:monthly|every month|each month|once a month)\b"),
+}
+"""How prose states a rhythm (the cadence family's values that are rhythms)."""
+_FIXED_SCHEDULE = re.compile(
+    rf"\b(?:daily|weekly|monthly|fortnightly|nightly|every (?:other |second )?(?:day|night|week|"
+    rf"fortnight|month|{_DAYS})|once a (?:day|week|month)|{_DAYS}s\b|"
+    rf"fixed (?:dates?|days?|schedule|times?|calendar|rota)|set dates|"
+    rf"(?:published|planned|scheduled|fixed) (?:for the (?:whole )?(?:season|year|term)|in advance)|"
+    rf"on (?:the )?(?:first|second|third|fourth|last|new[ -]moon|full[ -]moon) {_DAYS}s?)\b"
+)
+"""A schedule fixed ahead: what ``cadence=on_demand`` ("whenever …, no set times") rules out."""
+_SPLIT_PAYMENT = re.compile(
+    r"\b(?:deposits?|instal?lments?|balance (?:due|payment|of)|part[- ]payments?|"
+    r"subscriptions?|recurring (?:payments?|fees?|charges?)|monthly (?:fees?|payments?|plans?)|"
+    r"gratuit(?:y|ies)|optional tips?|add(?:s|ing)? a tip|tip jar)\b"
+)
+"""Money in more than one payment: what ``payments=one_time`` (once, in full) rules out."""
+
+
+def _states_cadence(value: str, text: str) -> bool:
+    """Whether ``text`` affirms the rhythm ``value`` itself ("daily", "whenever", "any time")."""
+    if value in _RHYTHM and affirmed_matches(text, _RHYTHM[value]):
+        return True
+    phrases = "|".join(re.escape(p) for p in sorted(value_words("cadence", value)))
+    return bool(phrases) and bool(affirmed_matches(text, re.compile(rf"\b(?:{phrases})\b")))
+
+
+def carried_contradiction(inv: Invariant, text: str) -> str:
+    """Evidence that the text of an item *claiming to carry* ``inv`` states another value of
+    its pinned rhythm or way of paying (read with negation handling), or ''. Unlike
+    :func:`pinned_contradiction` this binds carriers only: a monthly allocation in one item
+    says nothing against swaps made "whenever", unless the item claims to carry that rule."""
+    ref = inv.trait_ref
+    if ref is None or not resolved(inv) or inv.polarity != "requires":
+        return ""
+    family, value = ref
+    if family == "cadence" and _states_cadence(value, text):
+        return ""  # "Daily plan …; legs claimed weekly": the pinned rhythm is there too
+    if family == "cadence" and value == "on_demand":
+        hits = affirmed_matches(text, _FIXED_SCHEDULE)
+        return f'a fixed schedule: text: "{short(hits[0], 120)}"' if hits else ""
+    if family == "cadence" and value in _RHYTHM:
+        for other, pattern in _RHYTHM.items():
+            if other != value and (hits := affirmed_matches(text, pattern)):
+                return f'a {other} rhythm: text: "{short(hits[0], 120)}"'
+        return ""
+    if family == "payments" and value == "one_time":
+        hits = affirmed_matches(text, _SPLIT_PAYMENT)
+        return f'more than one payment: text: "{short(hits[0], 120)}"' if hits else ""
     return ""
 
 
@@ -402,7 +466,7 @@ def _violation(c: Constraint, row: _Row) -> str:
             return ""
         hits = affirmed_matches(text, pattern)
         if c.key == "open_registration":
-            hits = [h for h in hits if not _INVITED.search(h)]
+            hits = [h for h in hits if not _INVITED.search(h) and not _EVENT_SIGNUP.search(h)]
         return f'text: "{short(hits[0], 120)}"' if hits else ""
     if c.key == "realtime":
         denied = _REALTIME_DENIED.search(normalize(text))
