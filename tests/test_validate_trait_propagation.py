@@ -201,10 +201,10 @@ def _pinned(trait: str, value: str) -> Invariant:
 
 
 def test_a_carrier_stating_another_rhythm_or_split_payments_contradicts_its_pin() -> None:
-    """Carriers only (cadence and one-time payment pins): a fixed season under "called on the
-    day", a monthly meeting under a weekly pin, a deposit under "pays once, in full"; an item
-    that also states the pinned rhythm describes two activities, and a negated schedule is
-    none."""
+    """Carriers only (cadence, channel and one-time payment pins): a fixed season under "called
+    on the day", a monthly meeting under a weekly pin, SMS under an automated phone call, a
+    deposit under "pays once, in full"; an item that also states the pinned rhythm or channel
+    describes two activities, and a negated schedule or channel is none."""
     from haytham.validate.trait_propagation import carried_contradiction
 
     on_demand = _pinned("cadence=on_demand", "nights are called on the day; no fixed schedule")
@@ -217,6 +217,10 @@ def test_a_carrier_stating_another_rhythm_or_split_payments_contradicts_its_pin(
     weekly = _pinned("cadence=weekly", "one sketch a week")
     assert "monthly" in carried_contradiction(weekly, "Members post a sketch once a month.")
     assert carried_contradiction(weekly, "Weekly round; the archive is tidied monthly.") == ""
+    call = _pinned("communication=audio", "pairings reach stokers as an automated phone call")
+    assert "sms" in carried_contradiction(call, "Pairings go out as SMS with Y/N replies.")
+    assert carried_contradiction(call, "An automated phone call; no text messages.") == ""
+    assert carried_contradiction(call, "A phone call, then the captain is emailed.") == ""
     once = _pinned("payments=one_time", "the couple pays the fee once, in full")
     assert "more than one payment" in carried_contradiction(
         once, "The couple pays a £60 deposit, then the balance of £180."

@@ -267,6 +267,23 @@ _FIXED_SCHEDULE = re.compile(
     rf"on (?:the )?(?:first|second|third|fourth|last|new[ -]moon|full[ -]moon) {_DAYS}s?)\b"
 )
 """A schedule fixed ahead: what ``cadence=on_demand`` ("whenever …, no set times") rules out."""
+_CHANNEL: dict[str, re.Pattern[str]] = {
+    "sms": re.compile(
+        r"\b(?:sms|text messages?|texted|texting|by text|via text|a text|texts? (?:back|them|him|"
+        r"her|their|the|a|an|yes|no)\b)"
+    ),
+    "email": re.compile(r"\b(?:e-?mails?|e-?mailed|inbox)\b"),
+    "audio": re.compile(
+        r"\b(?:phone calls?|voice calls?|automated calls?|voice messages?|rings? (?:them|the|each|"
+        r"him|her)|keypress|press(?:es)? [0-9])\b"
+    ),
+    "video": re.compile(r"\b(?:video calls?|video chats?|video meetings?)\b"),
+    "push": re.compile(r"\bpush notifications?\b"),
+    "chat": re.compile(
+        r"\b(?:chat groups?|group chats?|whatsapp|telegram|signal group|messenger|slack|discord)\b"
+    ),
+}
+"""How prose names a communication channel (the family's values that are channels)."""
 _SPLIT_PAYMENT = re.compile(
     r"\b(?:deposits?|instal?lments?|balance (?:due|payment|of)|part[- ]payments?|"
     r"subscriptions?|recurring (?:payments?|fees?|charges?)|monthly (?:fees?|payments?|plans?)|"
@@ -285,7 +302,7 @@ def _states_cadence(value: str, text: str) -> bool:
 
 def carried_contradiction(inv: Invariant, text: str) -> str:
     """Evidence that the text of an item *claiming to carry* ``inv`` states another value of
-    its pinned rhythm or way of paying (read with negation handling), or ''. Unlike
+    its pinned rhythm, channel or way of paying (read with negation handling), or ''. Unlike
     :func:`pinned_contradiction` this binds carriers only: a monthly allocation in one item
     says nothing against swaps made "whenever", unless the item claims to carry that rule."""
     ref = inv.trait_ref
@@ -301,6 +318,13 @@ def carried_contradiction(inv: Invariant, text: str) -> str:
         for other, pattern in _RHYTHM.items():
             if other != value and (hits := affirmed_matches(text, pattern)):
                 return f'a {other} rhythm: text: "{short(hits[0], 120)}"'
+        return ""
+    if family == "communication" and value in _CHANNEL:
+        if affirmed_matches(text, _CHANNEL[value]):
+            return ""  # the pinned channel is there too: two channels for two purposes
+        for other, pattern in _CHANNEL.items():
+            if other != value and (hits := affirmed_matches(text, pattern)):
+                return f'another channel ({other}): text: "{short(hits[0], 120)}"'
         return ""
     if family == "payments" and value == "one_time":
         hits = affirmed_matches(text, _SPLIT_PAYMENT)
