@@ -4,14 +4,15 @@
     .venv/bin/python benchmarks/claimed.py --split test     # held-out ideas: score once, at the end
     .venv/bin/python benchmarks/claimed.py --split all-dev  # dev + test together (issue 26's tuning set)
     .venv/bin/python benchmarks/claimed.py --split tuning   # dev + test + holdout (third round)
+    .venv/bin/python benchmarks/claimed.py --split tuning6  # every split but holdout5 (sixth)
     .venv/bin/python benchmarks/claimed.py --verbose        # every finding of every case
 
-``holdout`` was the blind split written after the old ``test`` split was spoilt; it was scored
-once and is spoilt too, so ``tuning`` (dev + test + holdout) is the third round's tuning set.
-``holdout2`` is the new blind split: the product owner scores it once, at the end; nobody tunes
-on it, opens it or runs it while tuning.
+Each blind split (``holdout`` … ``holdout5``) was written by a helper who did not read the
+validators, scored once with the code of its round, then read and added to the next round's
+tuning set (``tuning`` … ``tuning6``); docs/validators.md records each scoring. holdout5, the
+last, has been scored once and read: a new claim needs a new blind split.
 
-Cases live in ``tests/fixtures/claimed/{dev,test}`` (written by helpers who did not read the
+Cases live in ``tests/fixtures/claimed/<split>`` (written by helpers who did not read the
 validators; same case format as ``tests/fixtures/fidelity``). Each ``label.json`` names the
 drift, the drifted ``stage`` and, where one is concerned, the ``invariant``; there is no
 expected validator: the question is whether the deterministic layer as a whole notices.
