@@ -4,14 +4,15 @@
     .venv/bin/python benchmarks/claimed.py --split test     # held-out ideas: score once, at the end
     .venv/bin/python benchmarks/claimed.py --split all-dev  # dev + test together (issue 26's tuning set)
     .venv/bin/python benchmarks/claimed.py --split tuning   # dev + test + holdout (third round)
+    .venv/bin/python benchmarks/claimed.py --split tuning6  # every split but holdout5 (sixth)
     .venv/bin/python benchmarks/claimed.py --verbose        # every finding of every case
 
-``holdout`` was the blind split written after the old ``test`` split was spoilt; it was scored
-once and is spoilt too, so ``tuning`` (dev + test + holdout) is the third round's tuning set.
-``holdout2`` is the new blind split: the product owner scores it once, at the end; nobody tunes
-on it, opens it or runs it while tuning.
+Each blind split (``holdout`` … ``holdout5``) was written by a helper who did not read the
+validators, scored once with the code of its round, then read and added to the next round's
+tuning set (``tuning`` … ``tuning6``); docs/validators.md records each scoring. holdout5, the
+last, has been scored once and read: a new claim needs a new blind split.
 
-Cases live in ``tests/fixtures/claimed/{dev,test}`` (written by helpers who did not read the
+Cases live in ``tests/fixtures/claimed/<split>`` (written by helpers who did not read the
 validators; same case format as ``tests/fixtures/fidelity``). Each ``label.json`` names the
 drift, the drifted ``stage`` and, where one is concerned, the ``invariant``; there is no
 expected validator: the question is whether the deterministic layer as a whole notices.
@@ -55,7 +56,8 @@ from haytham.validate.calibration import CaseError, load_case  # noqa: E402
 from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {
-    s: [ROOT / "tests" / "fixtures" / "claimed" / s] for s in ("dev", "test", "holdout", "holdout2")
+    s: [ROOT / "tests" / "fixtures" / "claimed" / s]
+    for s in ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 }
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]
@@ -63,6 +65,13 @@ SPLITS["all-dev"] = (
 # issue 26, third round: holdout was scored once and is spoilt too; dev + test + holdout tune,
 # holdout2 is the new blind split (never run while tuning)
 SPLITS["tuning"] = SPLITS["dev"] + SPLITS["test"] + SPLITS["holdout"]
+# issue 26, fourth round: holdout2 was scored once and is spoilt too; every earlier split tunes,
+# holdout3 is the new blind split (never run while tuning)
+SPLITS["tuning4"] = SPLITS["tuning"] + SPLITS["holdout2"]
+# fifth round: holdout3 was scored once and is spoilt too; holdout4 is the new blind split
+SPLITS["tuning5"] = SPLITS["tuning4"] + SPLITS["holdout3"]
+# sixth round: holdout4 was scored once and is spoilt too; holdout5 is the new blind split
+SPLITS["tuning6"] = SPLITS["tuning5"] + SPLITS["holdout4"]
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 

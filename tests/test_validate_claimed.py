@@ -183,6 +183,61 @@ def test_carriers_that_left_their_invariant_are_found_by_meaning(
     assert "no longer describe" in hit[0].message
 
 
+def test_an_out_item_honouring_the_invariant_speaks_for_its_stage(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """quota_swap_ledger (holdout2, spoilt by its one scoring): mvp-scope's only carrier of
+    "kilos for kilos, never for money" says "no price", and its OUT item says "no money changes
+    hands": the stage is not silent on the invariant. Once the OUT item only says "not needed",
+    the carrier is silent and far from the invariant, and the warning comes back."""
+    case = load_case(CLAIMED_ROOT / "holdout2" / "quota_swap_ledger", tmp_path)
+    s = load_snapshot(case.path)
+
+    def on_inv2(snapshot: Snapshot) -> list:
+        fs = coverage(snapshot, ValidatorSettings(), embedder)
+        return [f for f in fs if f.severity == "warning" and f.invariant.startswith("INV-2 ")]
+
+    assert on_inv2(s) == []
+    scope = s.outputs["mvp-scope"].payload
+    out = [
+        o.model_copy(update={"description": "Out: not needed for the first season."})
+        if "INV-2" in o.honours_exclusion
+        else o
+        for o in scope.out_of_scope
+    ]
+    hit = on_inv2(with_items(s, "mvp-scope", "out_of_scope", out))
+    assert hit and hit[0].stage == "mvp-scope" and "SCOPE-3" in hit[0].message
+
+
+def test_a_carrier_naming_the_pinned_value_speaks_for_the_invariant(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """kiln_firing_share's terse paraphrase (test split, spoilt): mvp-scope's SCOPE-5 is titled
+    "SMS" for "firing notices go out by text message", pinned communication=sms. It names the
+    pin, so the stage is not silent on the invariant; titled "Updates" it says nothing of the
+    medium, and the warning comes back."""
+    from haytham.schemas.traits import value_words
+
+    assert value_words("communication", "sms") == {"sms"}
+    assert {"weekly", "per week"} <= value_words("cadence", "weekly")
+    assert value_words("payments", "none") == frozenset()
+    case = load_case(CLAIMED_ROOT / "test" / "kiln_firing_share__paraphrase_terse", tmp_path)
+    s = load_snapshot(case.path)
+
+    def on_inv4(snapshot: Snapshot) -> list:
+        fs = coverage(snapshot, ValidatorSettings(), embedder)
+        return [f for f in fs if f.severity == "warning" and f.invariant.startswith("INV-4 ")]
+
+    assert on_inv4(s) == []
+    scope = s.outputs["mvp-scope"].payload
+    items = [
+        i.model_copy(update={"title": "Updates"}) if i.id == "SCOPE-5" else i
+        for i in scope.in_scope
+    ]
+    hit = on_inv4(with_items(s, "mvp-scope", "in_scope", items))
+    assert hit and hit[0].stage == "mvp-scope" and "SCOPE-5" in hit[0].message
+
+
 # -- point 5: meaning, not style ----------------------------------------------------------------
 def test_terse_and_wordy_paraphrases_rank_above_the_genericized_session(
     tmp_path: Path, embedder: Embedder

@@ -103,6 +103,21 @@ def test_founder_claims_supported_by_the_idea() -> None:
     assert unknown == [5000.0]
 
 
+def test_a_one_letter_scale_that_can_be_a_unit_reads_as_written_too() -> None:
+    """ "under-10m boats" restates "under-10 metre boats": ten metres, not ten million boats;
+    a scale with a currency ("£10m") or one the idea never states is still a number it adds."""
+    idea = "A swap ledger for the co-op's under-10 metre boats, twelve skippers in all."
+    assert founder_support("Skippers of under-10m boats swap kilos", idea)[2] == []
+    assert founder_support("The co-op's 40m boats swap kilos", idea)[2] == [40e6]
+    assert founder_support("Skippers would pay £10m a year", idea)[2] == [10e6]
+
+
+def test_numbers_the_idea_writes_as_words_support_a_claim_in_digits() -> None:
+    idea = "Weddings come roughly one a fortnight, and twelve ringers share them."
+    assert founder_support("~1 wedding/fortnight; 12 ringers", idea)[2] == []
+    assert founder_support("~3 weddings a fortnight", idea)[2] == [3.0]
+
+
 # -- code rewrites what it checked (issue 25, point 5) -------------------------------------------
 def _market_answer() -> dict:
     for line in (POWER8 / "pipeline.jsonl").read_text().splitlines():

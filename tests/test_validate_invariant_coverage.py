@@ -187,3 +187,34 @@ def test_an_item_that_negates_the_excluded_thing_honours_it() -> None:
     assert pinned_contradiction(inv, "No price, fee or payment step appears in any call.") == ""
     assert pinned_contradiction(inv, "Collectors never pay: no fee and no payment.") == ""
     assert pinned_contradiction(inv, "A payment step at the end of every call takes the fee.")
+
+
+def test_under_auth_none_any_account_or_password_contradicts_the_pin() -> None:
+    """auth=none means no accounts at all: a portal login with email and password breaks it even
+    when nobody "signs up" in the open-registration sense; "no accounts or passwords", the
+    computer's own sign-in and signing up for an evening do not."""
+    from haytham.schemas.anchor import Invariant
+    from haytham.validate.trait_propagation import pinned_contradiction
+
+    inv = Invariant(
+        id="INV-1",
+        property="access_model",
+        kind="access",
+        value="people identify only by the door fob they carry; no accounts",
+        trait="auth=none",
+        source="no accounts, the fob is the identity",
+        confidence=0.9,
+    )
+    assert pinned_contradiction(
+        inv, "Members create a portal login with their email and a password."
+    )
+    assert pinned_contradiction(inv, "Each volunteer sets up an account before the first shift.")
+    assert (
+        pinned_contradiction(inv, "There are no accounts or passwords; the fob is the identity.")
+        == ""
+    )
+    assert pinned_contradiction(inv, "A member taps their fob to sign up for an evening.") == ""
+    assert (
+        pinned_contradiction(inv, "The program adds no login; the computer's sign-in suffices.")
+        == ""
+    )

@@ -63,6 +63,9 @@ SIGNUP = re.compile(r"\b(?:signup|sign themselves up|enrol themselves)\b")
         ("No price, fee and payment are shown.", PAYMENT),
         ("There is no page on which anyone could sign themselves up.", SIGNUP),  # relative
         ("There is no form through which anyone can enrol themselves.", SIGNUP),
+        ("There is no field anywhere for a price, a payment or a fee.", PAYMENT),  # list rest
+        ("It never has to sign up, make a payment or give an email.", PAYMENT),  # predicates
+        ("A payment through the site is impossible.", PAYMENT),  # a cue after the match
     ],
 )
 def test_negation_reaches_across_a_list_or_a_restrictive_relative(
@@ -79,6 +82,10 @@ def test_negation_reaches_across_a_list_or_a_restrictive_relative(
         ("No login, the payment page asks for a card.", PAYMENT),  # not a list going on
         ("Without login, members or guests make a payment by card.", PAYMENT),  # adverbial
         ("Members need no account, which makes signup instant.", SIGNUP),  # non-restrictive
+        ("There is no app for members, a payment or a fee is taken.", PAYMENT),  # a verb
+        ("Kilos are swapped for kilos, a payment or a fee.", PAYMENT),  # nothing negated
+        ("Members never queue, they make a payment or leave.", PAYMENT),  # its own subject
+        ("Without login, members make a payment or leave.", PAYMENT),  # no verb negated
     ],
 )
 def test_negation_stays_in_its_clause_otherwise(text: str, pattern: re.Pattern[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from haytham.schemas.anchor import Invariant
 from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
 from haytham.validate.calibration import load_case
 
@@ -147,7 +148,8 @@ def test_forbidden_pin_is_checked_by_value(tmp_path: Path) -> None:
 
 def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path: Path) -> None:
     """deployment=on_prem is about where the product runs: a BUY item whose trait tags are all
-    channels or payments (a mail relay) is an outside service the product calls, hosted by
+    channels, payments or single sign-on (a mail relay, an identity provider) is an outside
+    service the product calls, hosted by
     nature; a bought database, a BUILD item or an untagged BUY stays under the pin."""
     s = _pin(snap("cli_planlint", tmp_path), "data_locality", "deployment=on_prem")
     traits = s.outputs["system-traits"].payload
@@ -165,6 +167,9 @@ def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path:
     db = bb.items[0].model_copy(
         update={**base, "need": "Plan storage", "service": "Managed DB", "requires": ["relational"]}
     )
+    sign_in = mail.model_copy(
+        update={"need": "Sign-in", "service": "Council Entra ID", "requires": ["sso"]}
+    )
     untagged = mail.model_copy(update={"need": "Untagged", "requires": []})
     built = mail.model_copy(update={"need": "Built mail", "recommendation": "BUILD"})
 
@@ -173,6 +178,7 @@ def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path:
         return [f.item for f in fs if f.stage == "build-buy-analysis"]
 
     assert flagged(mail) == []
+    assert flagged(sign_in) == []  # the organisation's identity provider: called, not run
     assert flagged(db) == ["Plan storage"]
     assert flagged(untagged) == ["Untagged"]
     assert flagged(built) == ["Built mail"]
@@ -180,3 +186,51 @@ def test_on_prem_pin_spares_a_bought_channel_but_not_a_bought_database(tmp_path:
     gapped = _pin(s, "data_locality", "deployment=air_gapped")
     fs = found(_with(gapped, "build-buy-analysis", items=[mail]))
     assert any(f.item == "Outgoing email" and "network" in f.message for f in fs)
+
+
+def _pinned(trait: str, value: str) -> Invariant:
+    return Invariant(
+        id="INV-2",
+        property="rhythm",
+        kind="cadence",
+        value=value,
+        trait=trait,
+        source=value,
+        confidence=0.9,
+    )
+
+
+def test_a_carrier_stating_another_rhythm_or_split_payments_contradicts_its_pin() -> None:
+    """Carriers only (cadence, channel and one-time payment pins): a fixed season under "called
+    on the day", a monthly meeting under a weekly pin, SMS under an automated phone call, a
+    deposit under "pays once, in full"; an item that also states the pinned rhythm or channel
+    describes two activities, and a negated schedule or channel is none."""
+    from haytham.validate.trait_propagation import carried_contradiction
+
+    on_demand = _pinned("cadence=on_demand", "nights are called on the day; no fixed schedule")
+    assert carried_contradiction(on_demand, "Nights are published for the season in advance.")
+    assert carried_contradiction(on_demand, "A night runs on the first Saturday of each month.")
+    assert (
+        carried_contradiction(on_demand, "There is no fixed schedule: a keyholder calls it.") == ""
+    )
+    assert carried_contradiction(on_demand, "Called on the day, whenever the sky is clear.") == ""
+    weekly = _pinned("cadence=weekly", "one sketch a week")
+    assert "monthly" in carried_contradiction(weekly, "Members post a sketch once a month.")
+    assert carried_contradiction(weekly, "Weekly round; the archive is tidied monthly.") == ""
+    call = _pinned("communication=audio", "pairings reach stokers as an automated phone call")
+    assert "sms" in carried_contradiction(call, "Pairings go out as SMS with Y/N replies.")
+    assert carried_contradiction(call, "An automated phone call; no text messages.") == ""
+    assert carried_contradiction(call, "A phone call, then the captain is emailed.") == ""
+    once = _pinned("payments=one_time", "the couple pays the fee once, in full")
+    assert "more than one payment" in carried_contradiction(
+        once, "The couple pays a £60 deposit, then the balance of £180."
+    )
+    assert carried_contradiction(once, "The couple pays the whole fee once; no deposit.") == ""
+
+
+def test_signing_up_for_a_night_is_not_open_registration() -> None:
+    from haytham.validate.trait_propagation import declared_contradiction
+
+    night = "Each member signed up for that night finds the field on the signup page."
+    assert declared_contradiction("auth", "approval", night) == ""
+    assert declared_contradiction("auth", "approval", "Anyone can sign up for an account.")

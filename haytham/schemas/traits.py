@@ -250,6 +250,17 @@ def near_value(trait: str, value: object) -> str | None:
     return squashed.get(key.replace("_", ""))
 
 
+def value_words(trait: str, value: str) -> frozenset[str]:
+    """How prose names ``trait=value``: the value's own spelling and its near-miss aliases, as
+    lower-case phrases ("sms"; "weekly", "per week", "each week"); none for the values that
+    name an absence ("none", "false")."""
+    if value in ("none", "false", "true"):
+        return frozenset()
+    aliases = _ALIASES.get(trait, MappingProxyType({}))
+    spelled = [value, *(a for a, v in aliases.items() if v == value)]
+    return frozenset(w.replace("_", " ") for w in spelled)
+
+
 def parse_trait_ref(text: object) -> tuple[str, str] | None:
     """``"auth=invite_only"`` (or ``auth: invite-only``) → ("auth", "invite_only"); else None."""
     if not isinstance(text, str):

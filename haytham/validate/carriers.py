@@ -28,7 +28,13 @@ target's specific terms are its own words (an invariant's value, a part's phrase
 words its sibling parts share) that the session uses mostly in the carriers of that target
 (``carrier_specific_share`` of the items that use the word carry it): "radio", "overdue" for an
 overdue flag, not "party" or "warden", which every item of that idea uses. No word list: the
-anchor's own words and the session's own use of them decide. Two ways to warn:
+anchor's own words and the session's own use of them decide. An OUT item of the stage that
+honours the target speaks for it too: "Out: no money changes hands" is the stage using the
+words of "kilos for kilos, never for money", though its IN carrier only says "no price". So
+does a carrier that names the trait value the invariant pins ("SMS" for "notices go out by
+text message", pinned ``communication=sms``): the pin is the invariant in the vocabulary's
+words (a value word counts only where it is specific, like the other words: "swap" in a swap
+ledger is everywhere). Two ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
 * a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
@@ -48,12 +54,14 @@ keeps the invariant's words while changing its sense (the phase verifier's per-i
 
 from __future__ import annotations
 
+import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from haytham.schemas.anchor import Invariant
+from haytham.schemas.traits import value_words
 from haytham.validate.common import (
     DESCRIPTIVE,
     Context,
@@ -67,7 +75,7 @@ from haytham.validate.common import (
 from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding, ValidatorSettings
 from haytham.validate.semantic import invariant_text
-from haytham.validate.text import sentences, short, term_set
+from haytham.validate.text import normalize, sentences, short, term_set
 
 PREFIX_MIN = 4
 """Two stemmed words match when one starts with the other and the shorter has this many letters."""
@@ -104,14 +112,19 @@ class Words:
 
     specific: tuple[str, ...]
     used: dict[str, frozenset[str]]  # slug -> specific terms its carriers use
+    honoured: dict[str, frozenset[str]] = field(default_factory=dict)
+    """slug -> specific terms its OUT items that honour the target use (they speak for it in
+    the silence test, not in how wordy the stage is)."""
 
     def silent(self, slug: str, settings: ValidatorSettings) -> bool:
-        """The stage's carriers use at most ``carrier_silent_share`` of the specific terms
-        another stage's carriers use (at least ``carrier_other_terms_min`` of them)."""
+        """The stage's carriers (and its OUT items honouring the target) use at most
+        ``carrier_silent_share`` of the specific terms another stage's carriers use (at least
+        ``carrier_other_terms_min`` of them)."""
         others = [len(u) for s, u in self.used.items() if s != slug]
         if not others or max(others) < settings.carrier_other_terms_min:
             return False
-        return len(self.used.get(slug, ())) <= settings.carrier_silent_share * max(others)
+        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
+        return len(here) <= settings.carrier_silent_share * max(others)
 
     def share(self, slug: str) -> float | None:
         """How many specific terms the stage's carriers use, as a share of the wordiest stage's
@@ -147,6 +160,11 @@ def words(ctx: Context) -> dict[str, Words]:
         return {}
     invs, stages = _traced(ctx)
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
+    by_id = {(slug, i.id): i for slug, items in stages.items() for i in items}
+    exclusions = {
+        slug: [i for i in stage_items(ctx, slug) if i.out and i.honours and i.text]
+        for slug in stages
+    }
     share = ctx.settings.carrier_specific_share
     out: dict[str, Words] = {}
     for inv in invs:
@@ -165,8 +183,37 @@ def words(ctx: Context) -> dict[str, Words]:
             for slug, item in carriers:
                 found = {t for t in specific if _has(t, bags[(slug, item)])}
                 used[slug] = used.get(slug, frozenset()) | found
-            out[key] = Words(tuple(specific), used)
+            honoured = {  # "Out: no money changes hands" speaks for "never for money"
+                slug: frozenset(
+                    t
+                    for item in items
+                    if key in item.honours or inv.id in item.honoured
+                    for t in specific
+                    if _has(t, term_set(item.text))
+                )
+                for slug, items in exclusions.items()
+            }
+            for phrase in _pin_phrases(inv) if key == inv.id else ():
+                # "SMS" names the pin of "notices go out by text message" (when the session
+                # says it mostly in that invariant's carriers: "swap" in a swap ledger does not)
+                users = [k for k, item in by_id.items() if _says(phrase, item.text)]
+                if not users or sum(k in carriers for k in users) / len(users) < share:
+                    continue
+                for slug, item in carriers:
+                    if _says(phrase, by_id[(slug, item)].text):
+                        honoured[slug] = honoured.get(slug, frozenset()) | {f"pin:{phrase}"}
+            out[key] = Words(tuple(specific), used, honoured)
     return out
+
+
+def _says(phrase: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(phrase)}\b", normalize(text)) is not None
+
+
+def _pin_phrases(inv: Invariant) -> tuple[str, ...]:
+    """How prose names the trait value ``inv`` pins ("sms" for ``communication=sms``)."""
+    ref = inv.trait_ref
+    return tuple(sorted(value_words(*ref))) if ref is not None else ()
 
 
 def lexical_level(lex: dict[str, Words], slug: str) -> float:

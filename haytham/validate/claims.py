@@ -265,8 +265,11 @@ def founder_support(
     found = hits(needles, idea_terms)
     share = len(found) / len(needles) if needles else 1.0
     idea_numbers = numbers(normalize(idea)) + numbers(idea)
-    stated = [q.value for q in extract(statement)]
-    unknown = [v for v in stated if not any(close(v, n, 0.01) for n in idea_numbers)]
+    unknown = [
+        q.value
+        for q in extract(statement)
+        if not any(close(v, n, 0.01) for v in q.readings() for n in idea_numbers)
+    ]
     return share, [n for n in needles if n not in found], unknown
 
 

@@ -59,7 +59,11 @@ from haytham.validate.lexicon import key_terms
 from haytham.validate.model import INVARIANT_COVERAGE, Finding
 from haytham.validate.negation import affirmed_clauses
 from haytham.validate.text import short, term_set, terms
-from haytham.validate.trait_propagation import declared_contradiction, pinned_contradiction
+from haytham.validate.trait_propagation import (
+    carried_contradiction,
+    declared_contradiction,
+    pinned_contradiction,
+)
 
 NAME = INVARIANT_COVERAGE
 _TRIVIAL_REASON = re.compile(
@@ -173,6 +177,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
             continue
         found += _parts_uncarried(slug, inv, carriers)
         pinned = [(i, e) for i in ins if (e := pinned_contradiction(inv, i.text))]
+        pinned += [(i, e) for i in carriers if (e := carried_contradiction(inv, i.text))]
         if pinned:
             item, evidence = pinned[0]
             found.append(

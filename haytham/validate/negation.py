@@ -14,6 +14,13 @@ Two constructions carry a negation *across* a clause cut (:func:`scoped_clauses`
   before is a bare noun phrase under a negative determiner ("no", "zero", "neither", "nor" and
   at most two words) and the list goes on at once ("fee or …": "or" / "nor" within its first
   three words) or ends with "and";
+* a **noun list finished after a comma**: in "there is no field for a price, a payment or a
+  fee" the clause after the comma is only the rest of the list ("a payment or a fee": noun
+  phrases joined by "or", no verb), so the negation of the clause before reaches it;
+* a **predicate list finished after a comma**: in "it never has to create an account, choose a
+  password or supply an email address" the negated verb heads a list of predicates; the clause
+  after the comma (at most eight words, coordinated by "or", no subject of its own) inherits a
+  negation that governs a verb ("never", "not", "cannot"; not "no" or "without");
 * a **restrictive relative clause of a negated noun**: in "there is no form through which
   anyone can enrol" the relative clause describes the form that does not exist, so it is
   negated too; a non-restrictive one ("no account, which makes sign-up fast") comments on the
@@ -36,7 +43,8 @@ _PRE_CUES = re.compile(
 _POST_CUES = re.compile(
     r"\b(?:not|unnecessary|unneeded|deferred|postponed|excluded|dropped|removed|disabled|"
     r"out of scope|post[\s\-]?mvp|not in (?:the )?mvp|not planned|avoided|omitted|ruled out|"
-    r"later|v2|phase 2|never|off)\b"
+    r"later|v2|phase 2|never|off|impossible|not possible|prevented|refused|rejected|forbidden|"
+    r"prohibited|disallowed|not allowed|not permitted)\b"
 )
 _STRONG_PRE = re.compile(
     r"\b(?:not|no|never|without|nor|neither|none|instead of|rather than|"
@@ -61,6 +69,36 @@ _NEG_NOUN_END = re.compile(
 )
 # the noun list goes on right away: "fee or payment step appears …" ("or" within 3 words)
 _LIST_GOES_ON = re.compile(rf"^(?:{_WORD}\s+){{1,2}}(?:or|nor)\b")
+
+
+# a clause that is nothing but the rest of a noun list: "a payment or a fee", "fees nor tips"
+_DET = r"(?:(?:an?|the|any)\s+)?"
+_NOUN_LIST_REST = re.compile(
+    rf"^{_DET}{_WORD}(?:\s+{_WORD})?\s+(?:or|nor)\s+{_DET}{_WORD}(?:\s+{_WORD})?$"
+)
+
+
+# a negation that governs a verb: "never has to create …", "cannot …" (not "no" or "without",
+# whose scope is a noun phrase or a fronted adverbial)
+_VERB_NEGATION = re.compile(
+    r"\b(?:not|never|cannot|can't|won't|don't|doesn't|didn't|isn't|aren't|neither|nor)\b"
+)
+# a clause that opens with its own subject or a determiner is not the rest of a predicate list
+_OWN_SUBJECT = re.compile(
+    r"^(?:i|you|he|she|it|we|they|anyone|anybody|everyone|everybody|someone|somebody|nobody|"
+    r"the|a|an|each|every|any|all|some|this|that|these|those|there)\b"
+)
+
+
+def _predicate_list_rest(clause: str) -> bool:
+    """ "…, choose a password or supply an email address": the rest of a list of predicates
+    (at most eight words, coordinated by "or"/"nor", no subject of its own)."""
+    words = clause.rstrip(".!?").split()
+    return (
+        0 < len(words) <= 8
+        and any(w in ("or", "nor") for w in words[1:])
+        and not _OWN_SUBJECT.match(clause)
+    )
 
 
 def _bare(clause: str) -> bool:
@@ -89,6 +127,20 @@ def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
             if seps in ([","], ["and"]):
                 inherited = head and (
                     seps == ["and"] or _bare(clause) or bool(_LIST_GOES_ON.search(clause))
+                )
+                # "no field for a price, a payment or a fee": the negated clause's last noun
+                # starts a list that the next clause finishes without a verb of its own
+                inherited = inherited or (
+                    seps == [","]
+                    and bool(_NOUN_LIST_REST.match(clause.rstrip(".!?")))
+                    and (prev_inherited or bool(_PRE_CUES.search(prev)))
+                )
+                # "it never has to create an account, choose a password or supply an email":
+                # the verb the negation governs heads a list of predicates
+                inherited = inherited or (
+                    seps == [","]
+                    and _predicate_list_rest(clause)
+                    and (prev_inherited or bool(_VERB_NEGATION.search(prev)))
                 )
             elif seps in (["which"], ["whereby"]):  # restrictive: no comma before it
                 inherited = bool(_NEG_NOUN_END.search(prev)) or (prev_inherited and _bare(prev))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from haytham.validate.text import stem, terms
+from haytham.validate.text import number_words, stem, terms
 
 _SCALE = {
     "k": 1e3,
@@ -29,6 +29,9 @@ _SCALE = {
     "tn": 1e12,
     "trillion": 1e12,
 }
+_UNIT_LETTERS = frozenset({"m", "b", "t", "k"})
+"""Scales written as one letter: "10m" is ten million, or ten metres or minutes ("under-10m
+boats", "a 10m walk"), so the number as written is a reading too."""
 _NUM = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 _SCALE_RE = r"(?:\s?(?P<scale>thousand|millions?|billions?|trillion|bn|mm|mn|tn|k|m|b|t)\b)?"
 _PERIOD = (
@@ -149,6 +152,12 @@ class Quantity:
     noun: str | None
     topic: frozenset[str]
     text: str
+    written: float | None = None
+    """The number as written, where its scale is one letter that can also be a unit ("10m")."""
+
+    def readings(self) -> tuple[float, ...]:
+        """Every value the text can mean: in base units, and as written for "10m"."""
+        return (self.value,) if self.written is None else (self.value, self.written)
 
     def qualifiers(self) -> list[frozenset[str]]:
         """Its topic terms in each qualifier group (TAM/SAM/SOM, region…), one set per group."""
@@ -166,6 +175,10 @@ def _topic(text: str, start: int, end: int) -> frozenset[str]:
     window = " ".join(before + after)
     years = {f"y{y}" for y in re.findall(r"\b(?:19|20)\d\d\b", window)}
     return frozenset(t for t in terms(window) if not t[0].isdigit()) | years
+
+
+def _written(num: str, scale: str | None) -> float | None:
+    return float(num.replace(",", "")) if (scale or "").lower() in _UNIT_LETTERS else None
 
 
 def _is_year(num: str, scale: str | None) -> bool:
@@ -228,15 +241,17 @@ def extract(text: str) -> list[Quantity]:
                 stem(noun),
                 _topic(text, m.start(), m.end()),
                 m.group(0).strip(),
+                _written(num, scale),
             )
         )
     return out
 
 
 def numbers(text: str) -> list[float]:
-    """Every number in ``text`` in base units, plus the bare numbers (for lenient matching)."""
+    """Every number in ``text`` in base units, plus the bare numbers and the numbers written as
+    words ("one a fortnight"), for lenient matching."""
     text = _comma_groups(text)
-    out: list[float] = []
+    out: list[float] = number_words(text)
     for q in extract(text):
         out.append(q.value)
     for m in re.finditer(_NUM + _SCALE_RE, text, re.IGNORECASE):

@@ -56,6 +56,14 @@ _NUMBER_WORDS = {
     "solo": "1",
 }
 
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+
+def number_words(text: str) -> list[float]:
+    """The numbers ``text`` writes as words ("one a fortnight", "twelve ringers")."""
+    return [float(_NUMBER_WORDS[m.group(1).lower()]) for m in _NUMBER_WORD_RE.finditer(text)]
+
+
 STOPWORDS = frozenset(
     (
         "a",

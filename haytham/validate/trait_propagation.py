@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from haytham.schemas.anchor import Invariant
-from haytham.schemas.traits import satisfies
+from haytham.schemas.traits import satisfies, value_words
 from haytham.stages import (
     architecture_decisions,
     build_buy_analysis,
@@ -80,9 +80,13 @@ _TAGS: dict[str, tuple[str, ...]] = {
     "mobile": ("mobile", "ios", "android", "mobile_app"),
     "cli": ("cli", "terminal"),
     "desktop": ("desktop",),
+    "sso": ("sso", "single_sign_on", "oauth", "oidc", "saml", "identity_provider", "idp"),
 }
 _TAG_OF = MappingProxyType({alias: key for key, aliases in _TAGS.items() for alias in aliases})
 _COMM_TAGS = ("email", "push", "sms", "video", "audio", "chat")
+_OUTSIDE_TAGS = (*_COMM_TAGS, "payments", "sso")
+"""What a bought service can be that is hosted by its nature and called from outside: a
+channel, a payment processor, the organisation's own identity provider (single sign-on)."""
 _INTERFACE_TAGS = ("web", "mobile", "cli", "desktop")
 
 _TEXT: dict[str, re.Pattern[str]] = {
@@ -107,6 +111,12 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
         r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
         r"(?:signup|registration))"
+    ),
+    "accounts": re.compile(
+        r"\b(?:passwords?|usernames?|user names?|(?:user|member|customer|portal|personal|web) "
+        r"(?:accounts?|logins?|profiles?)|(?:creates?|set(?:s|ting)? up|opens?|registers?|makes?) "
+        r"(?:an? |their |your |his |her |its )?(?:own )?(?:[a-z]+ )?(?:accounts?|logins?)|"
+        r"(?:logs?|signs?) in (?:with|using|to (?:the|their|your|an?) (?:[a-z]+ )?account))\b"
     ),
     "payments": re.compile(
         r"\b(?:payments?|billing|checkout|stripe|paddle|braintree|invoic(?:e|es|ing)|"
@@ -138,12 +148,19 @@ _KEY_WORDS = MappingProxyType(
         "hosted": "a hosted (vendor/cloud) deployment",
         "deploy_on_prem": "an on-prem deployment",
         "deploy_device": "an on-device deployment",
+        "accounts": "user accounts or passwords",
     }
 )
 _INVITED = re.compile(
     r"\b(?:invite|invited|invitation|inviteonly|allow ?list|whitelist|approved|approval|"
     r"pre-?registered|admin creates?|code)\b"
 )
+_EVENT_SIGNUP = re.compile(
+    r"\b(?:signup|signed up|signs up|signing up|sign up) for (?:that|this|the|a|an|each|every|"
+    r"next|their|his|her|our|tonight's|today's) (?!(?:[a-z]+ )?(?:account|membership|access|app|"
+    r"service|platform|site|website|newsletter|group)s?\b)[a-z]+"
+)
+"""Putting one's name down for a night, a slot or a walk: a sign-up sheet, not registration."""
 _REALTIME_DENIED = re.compile(
     r"\b(?:no|without) (?:need for )?realtime\b|\brealtime (?:is |are )?(?:not|un)(?:needed|"
     r"necessary|required)\b|\bpolling instead of\b|\basync(?:hronous)?(?: only)? instead of\b"
@@ -185,6 +202,8 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
         return []
     if trait == "realtime":
         return [("realtime", value == "true")]
+    if trait == "auth" and value == "none":  # no accounts at all: a login of any kind breaks it
+        return [("open_registration", False), ("accounts", False)]
     if trait == "auth" and value != "open_registration":
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
@@ -228,6 +247,88 @@ def declared_contradiction(family: str, value: str, text: str) -> str:
             evidence = _violation(Constraint(key, allowed, ""), _Row("", "", "", [], text))
             if evidence:
                 return f"{_KEY_WORDS.get(key, key.replace('_', ' '))}: {evidence}"
+    return ""
+
+
+_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_RHYTHM: dict[str, re.Pattern[str]] = {
+    "daily": re.compile(r"\b(?:daily|every day|each day|once a day|nightly|every night)\b"),
+    "weekly": re.compile(
+        rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s\b)"
+    ),
+    "monthly": re.compile(r"\b(?:monthly|every month|each month|once a month)\b"),
+}
+"""How prose states a rhythm (the cadence family's values that are rhythms)."""
+_FIXED_SCHEDULE = re.compile(
+    rf"\b(?:daily|weekly|monthly|fortnightly|nightly|every (?:other |second )?(?:day|night|week|"
+    rf"fortnight|month|{_DAYS})|once a (?:day|week|month)|{_DAYS}s\b|"
+    rf"fixed (?:dates?|days?|schedule|times?|calendar|rota)|set dates|"
+    rf"(?:published|planned|scheduled|fixed) (?:for the (?:whole )?(?:season|year|term)|in advance)|"
+    rf"on (?:the )?(?:first|second|third|fourth|last|new[ -]moon|full[ -]moon) {_DAYS}s?)\b"
+)
+"""A schedule fixed ahead: what ``cadence=on_demand`` ("whenever …, no set times") rules out."""
+_CHANNEL: dict[str, re.Pattern[str]] = {
+    "sms": re.compile(
+        r"\b(?:sms|text messages?|texted|texting|by text|via text|a text|texts? (?:back|them|him|"
+        r"her|their|the|a|an|yes|no)\b)"
+    ),
+    "email": re.compile(r"\b(?:e-?mails?|e-?mailed|inbox)\b"),
+    "audio": re.compile(
+        r"\b(?:phone calls?|voice calls?|automated calls?|voice messages?|rings? (?:them|the|each|"
+        r"him|her)|keypress|press(?:es)? [0-9])\b"
+    ),
+    "video": re.compile(r"\b(?:video calls?|video chats?|video meetings?)\b"),
+    "push": re.compile(r"\bpush notifications?\b"),
+    "chat": re.compile(
+        r"\b(?:chat groups?|group chats?|whatsapp|telegram|signal group|messenger|slack|discord)\b"
+    ),
+}
+"""How prose names a communication channel (the family's values that are channels)."""
+_SPLIT_PAYMENT = re.compile(
+    r"\b(?:deposits?|instal?lments?|balance (?:due|payment|of)|part[- ]payments?|"
+    r"subscriptions?|recurring (?:payments?|fees?|charges?)|monthly (?:fees?|payments?|plans?)|"
+    r"gratuit(?:y|ies)|optional tips?|add(?:s|ing)? a tip|tip jar)\b"
+)
+"""Money in more than one payment: what ``payments=one_time`` (once, in full) rules out."""
+
+
+def _states_cadence(value: str, text: str) -> bool:
+    """Whether ``text`` affirms the rhythm ``value`` itself ("daily", "whenever", "any time")."""
+    if value in _RHYTHM and affirmed_matches(text, _RHYTHM[value]):
+        return True
+    phrases = "|".join(re.escape(p) for p in sorted(value_words("cadence", value)))
+    return bool(phrases) and bool(affirmed_matches(text, re.compile(rf"\b(?:{phrases})\b")))
+
+
+def carried_contradiction(inv: Invariant, text: str) -> str:
+    """Evidence that the text of an item *claiming to carry* ``inv`` states another value of
+    its pinned rhythm, channel or way of paying (read with negation handling), or ''. Unlike
+    :func:`pinned_contradiction` this binds carriers only: a monthly allocation in one item
+    says nothing against swaps made "whenever", unless the item claims to carry that rule."""
+    ref = inv.trait_ref
+    if ref is None or not resolved(inv) or inv.polarity != "requires":
+        return ""
+    family, value = ref
+    if family == "cadence" and _states_cadence(value, text):
+        return ""  # "Daily plan …; legs claimed weekly": the pinned rhythm is there too
+    if family == "cadence" and value == "on_demand":
+        hits = affirmed_matches(text, _FIXED_SCHEDULE)
+        return f'a fixed schedule: text: "{short(hits[0], 120)}"' if hits else ""
+    if family == "cadence" and value in _RHYTHM:
+        for other, pattern in _RHYTHM.items():
+            if other != value and (hits := affirmed_matches(text, pattern)):
+                return f'a {other} rhythm: text: "{short(hits[0], 120)}"'
+        return ""
+    if family == "communication" and value in _CHANNEL:
+        if affirmed_matches(text, _CHANNEL[value]):
+            return ""  # the pinned channel is there too: two channels for two purposes
+        for other, pattern in _CHANNEL.items():
+            if other != value and (hits := affirmed_matches(text, pattern)):
+                return f'another channel ({other}): text: "{short(hits[0], 120)}"'
+        return ""
+    if family == "payments" and value == "one_time":
+        hits = affirmed_matches(text, _SPLIT_PAYMENT)
+        return f'more than one payment: text: "{short(hits[0], 120)}"' if hits else ""
     return ""
 
 
@@ -310,8 +411,9 @@ def _chosen(rationale: str, alternatives: list[str]) -> str:
 
 def _bought_channel(recommendation: str, requires: list[str]) -> bool:
     """Whether a build-buy item buys an outside channel the product *calls*: a ``BUY`` (not
-    BUILD or HYBRID) whose trait tags are all communication channels (email, SMS, push …) or
-    payments. Such a service (a mail relay, an SMS gateway, a payment processor) is hosted by
+    BUILD or HYBRID) whose trait tags are all communication channels (email, SMS, push …),
+    payments or single sign-on. Such a service (a mail relay, an SMS gateway, a payment
+    processor, the organisation's identity provider) is hosted by
     its nature, since the message or the money leaves for someone outside; where it runs says
     nothing about where the product itself runs, so a deployment pin (``on_prem``) does not
     forbid its hosting. Its network use is still judged (``air_gapped`` forbids the call), and
@@ -319,9 +421,7 @@ def _bought_channel(recommendation: str, requires: list[str]) -> bool:
     own component and stays under the pin. Decided from the schema (``recommendation``,
     ``requires``), not from the service's name."""
     tags = [_tag(t) for t in requires]
-    return (
-        recommendation == "BUY" and bool(tags) and all(t in (*_COMM_TAGS, "payments") for t in tags)
-    )
+    return recommendation == "BUY" and bool(tags) and all(t in _OUTSIDE_TAGS for t in tags)
 
 
 def _items(ctx: Context) -> list[_Row]:
@@ -390,7 +490,7 @@ def _violation(c: Constraint, row: _Row) -> str:
             return ""
         hits = affirmed_matches(text, pattern)
         if c.key == "open_registration":
-            hits = [h for h in hits if not _INVITED.search(h)]
+            hits = [h for h in hits if not _INVITED.search(h) and not _EVENT_SIGNUP.search(h)]
         return f'text: "{short(hits[0], 120)}"' if hits else ""
     if c.key == "realtime":
         denied = _REALTIME_DENIED.search(normalize(text))
