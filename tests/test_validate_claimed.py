@@ -41,6 +41,12 @@ def coverage(s: Snapshot, settings: ValidatorSettings = LEX, embedder=None) -> l
     return report.by_validator("invariant_coverage")
 
 
+def warnings_on(s: Snapshot, inv_id: str, embedder: Embedder) -> list:
+    """invariant_coverage's warnings about ``inv_id`` (embeddings on)."""
+    fs = coverage(s, ValidatorSettings(), embedder)
+    return [f for f in fs if f.severity == "warning" and f.invariant.startswith(f"{inv_id} ")]
+
+
 @pytest.fixture(scope="module")
 def embedder() -> Iterator[Embedder]:
     yield Embedder()
@@ -190,14 +196,8 @@ def test_an_out_item_honouring_the_invariant_speaks_for_its_stage(
     "kilos for kilos, never for money" says "no price", and its OUT item says "no money changes
     hands": the stage is not silent on the invariant. Once the OUT item only says "not needed",
     the carrier is silent and far from the invariant, and the warning comes back."""
-    case = load_case(CLAIMED_ROOT / "holdout2" / "quota_swap_ledger", tmp_path)
-    s = load_snapshot(case.path)
-
-    def on_inv2(snapshot: Snapshot) -> list:
-        fs = coverage(snapshot, ValidatorSettings(), embedder)
-        return [f for f in fs if f.severity == "warning" and f.invariant.startswith("INV-2 ")]
-
-    assert on_inv2(s) == []
+    s = load_snapshot(load_case(CLAIMED_ROOT / "holdout2" / "quota_swap_ledger", tmp_path).path)
+    assert warnings_on(s, "INV-2", embedder) == []
     scope = s.outputs["mvp-scope"].payload
     out = [
         o.model_copy(update={"description": "Out: not needed for the first season."})
@@ -205,7 +205,7 @@ def test_an_out_item_honouring_the_invariant_speaks_for_its_stage(
         else o
         for o in scope.out_of_scope
     ]
-    hit = on_inv2(with_items(s, "mvp-scope", "out_of_scope", out))
+    hit = warnings_on(with_items(s, "mvp-scope", "out_of_scope", out), "INV-2", embedder)
     assert hit and hit[0].stage == "mvp-scope" and "SCOPE-3" in hit[0].message
 
 
@@ -223,18 +223,13 @@ def test_a_carrier_naming_the_pinned_value_speaks_for_the_invariant(
     assert value_words("payments", "none") == frozenset()
     case = load_case(CLAIMED_ROOT / "test" / "kiln_firing_share__paraphrase_terse", tmp_path)
     s = load_snapshot(case.path)
-
-    def on_inv4(snapshot: Snapshot) -> list:
-        fs = coverage(snapshot, ValidatorSettings(), embedder)
-        return [f for f in fs if f.severity == "warning" and f.invariant.startswith("INV-4 ")]
-
-    assert on_inv4(s) == []
+    assert warnings_on(s, "INV-4", embedder) == []
     scope = s.outputs["mvp-scope"].payload
     items = [
         i.model_copy(update={"title": "Updates"}) if i.id == "SCOPE-5" else i
         for i in scope.in_scope
     ]
-    hit = on_inv4(with_items(s, "mvp-scope", "in_scope", items))
+    hit = warnings_on(with_items(s, "mvp-scope", "in_scope", items), "INV-4", embedder)
     assert hit and hit[0].stage == "mvp-scope" and "SCOPE-5" in hit[0].message
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from haytham.schemas.anchor import Invariant
 from haytham.schemas.envelope import InvariantOverride
 from haytham.validate import Snapshot, ValidatorSettings, load_snapshot, run_validators
 from haytham.validate.calibration import load_case
@@ -169,20 +170,20 @@ def test_compliance_lists_may_name_invariants_by_id(tmp_path: Path) -> None:
     assert found(replace_output(s, "build-buy-analysis", anchor_compliance=by_id), info=True) == []
 
 
+def pinned(inv_id: str, kind: str, value: str, trait: str) -> Invariant:
+    """A pinned invariant for the text checks (its source is its value)."""
+    return Invariant(
+        id=inv_id, property=kind, kind=kind, value=value, trait=trait, source=value, confidence=0.9
+    )
+
+
 def test_an_item_that_negates_the_excluded_thing_honours_it() -> None:
     """payments=none: "No price, fee or payment step appears" negates the whole noun list, so
     the item honours the exclusion; an item that affirms a payment step still contradicts it."""
-    from haytham.schemas.anchor import Invariant
     from haytham.validate.trait_propagation import pinned_contradiction
 
-    inv = Invariant(
-        id="INV-6",
-        property="no_charge",
-        kind="payments",
-        value="collecting is always free; nobody is charged",
-        trait="payments=none",
-        source="nobody is ever charged",
-        confidence=0.9,
+    inv = pinned(
+        "INV-6", "payments", "collecting is always free; nobody is charged", "payments=none"
     )
     assert pinned_contradiction(inv, "No price, fee or payment step appears in any call.") == ""
     assert pinned_contradiction(inv, "Collectors never pay: no fee and no payment.") == ""
@@ -193,17 +194,10 @@ def test_under_auth_none_any_account_or_password_contradicts_the_pin() -> None:
     """auth=none means no accounts at all: a portal login with email and password breaks it even
     when nobody "signs up" in the open-registration sense; "no accounts or passwords", the
     computer's own sign-in and signing up for an evening do not."""
-    from haytham.schemas.anchor import Invariant
     from haytham.validate.trait_propagation import pinned_contradiction
 
-    inv = Invariant(
-        id="INV-1",
-        property="access_model",
-        kind="access",
-        value="people identify only by the door fob they carry; no accounts",
-        trait="auth=none",
-        source="no accounts, the fob is the identity",
-        confidence=0.9,
+    inv = pinned(
+        "INV-1", "access", "people identify only by the door fob; no accounts", "auth=none"
     )
     assert pinned_contradiction(
         inv, "Members create a portal login with their email and a password."
