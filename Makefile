@@ -7,6 +7,9 @@ PORT   ?= 8501
 # The local model runs on llama.cpp from a prebuilt wheel (xllamacpp): no compiler. Should pip
 # ever build something from source here, it runs at most one compiler job per core.
 JOBS   := $(shell nproc 2>/dev/null || echo 2)
+# make test runs the suite in TEST_JOBS processes, each test file whole in one of them (its
+# module-scoped servers and sessions built once); TEST_JOBS=0 runs it in this process
+TEST_JOBS ?= 2
 # make test-agents knobs
 PROVIDER ?=
 IDEAS    ?=
@@ -61,7 +64,7 @@ test: $(VENV)/.base browser
 	$(DEADCODE)
 	$(BIN)/mypy
 	bash scripts/services.sh --optional
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_JOBS) --dist loadfile
 
 # Team deployment (docs/deploy.md): PostgreSQL on this machine (Debian's; installed if missing),
 # then two app instances (ports 8501, 8502; PORTS=...) and two workers on it. `make test` calls

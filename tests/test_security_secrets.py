@@ -376,6 +376,11 @@ def test_a_model_error_echoing_a_credential_is_raised_redacted_and_unchained(err
     assert BEARER not in shown and X_API_KEY not in shown
 
 
+def _shape_id(value: str) -> str:
+    """The test id without the random secrets, the same in every process (pytest-xdist)."""
+    return value.replace(BEARER, "<bearer>").replace(X_API_KEY, "<x-api-key>")
+
+
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
@@ -395,6 +400,7 @@ def test_a_model_error_echoing_a_credential_is_raised_redacted_and_unchained(err
         (f"/cb?access_token={X_API_KEY}#top", X_API_KEY),
         (f"Basic {KEY_ONLY_BASIC}", KEY_ONLY_BASIC),
     ],
+    ids=_shape_id,
 )
 def test_each_credential_shape_is_redacted(text: str, secret: str) -> None:
     out = redact(text, {})
