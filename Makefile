@@ -7,9 +7,10 @@ PORT   ?= 8501
 # The local model runs on llama.cpp from a prebuilt wheel (xllamacpp): no compiler. Should pip
 # ever build something from source here, it runs at most one compiler job per core.
 JOBS   := $(shell nproc 2>/dev/null || echo 2)
-# make test runs the suite in TEST_JOBS processes, each test file whole in one of them (its
-# module-scoped servers and sessions built once); TEST_JOBS=0 runs it in this process
-TEST_JOBS ?= 2
+# TEST_JOBS=2 make test runs the suite in two processes (pytest-xdist), each test file whole in
+# one of them: about 10.5 min instead of 15 on 2 cores, but the browser tests then share the CPU
+# with another process and one of them lost a race in one of two runs, so the default is one
+TEST_JOBS ?= 0
 # make test-agents knobs
 PROVIDER ?=
 IDEAS    ?=

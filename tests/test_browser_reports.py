@@ -123,6 +123,9 @@ def test_both_pdf_reports_download_from_the_stories_page_and_render(
             ("validation", "Validation report (PDF)"),
             ("specification", "Full specification (PDF)"),
         ):
+            # a click during a rerun hits a download the rerun has just replaced (the browser
+            # then names the file by its media id): click once the script is idle
+            expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
             with page.expect_download() as got:
                 page.get_by_role("button", name=button).click()
             assert got.value.suggested_filename == f"{sid}-{name}.pdf"
