@@ -251,13 +251,15 @@ def declared_contradiction(family: str, value: str, text: str) -> str:
 
 
 _DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_RHYTHM: dict[str, re.Pattern[str]] = {
-    "daily": re.compile(r"\b(?:daily|every day|each day|once a day|nightly|every night)\b"),
-    "weekly": re.compile(
-        rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s\b)"
-    ),
-    "monthly": re.compile(r"\b(?:monthly|every month|each month|once a month)\b"),
-}
+_RHYTHM: MappingProxyType[str, re.Pattern[str]] = MappingProxyType(
+    {
+        "daily": re.compile(r"\b(?:daily|every day|each day|once a day|nightly|every night)\b"),
+        "weekly": re.compile(
+            rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s\b)"
+        ),
+        "monthly": re.compile(r"\b(?:monthly|every month|each month|once a month)\b"),
+    }
+)
 """How prose states a rhythm (the cadence family's values that are rhythms)."""
 _FIXED_SCHEDULE = re.compile(
     rf"\b(?:daily|weekly|monthly|fortnightly|nightly|every (?:other |second )?(?:day|night|week|"
@@ -267,22 +269,24 @@ _FIXED_SCHEDULE = re.compile(
     rf"on (?:the )?(?:first|second|third|fourth|last|new[ -]moon|full[ -]moon) {_DAYS}s?)\b"
 )
 """A schedule fixed ahead: what ``cadence=on_demand`` ("whenever …, no set times") rules out."""
-_CHANNEL: dict[str, re.Pattern[str]] = {
-    "sms": re.compile(
-        r"\b(?:sms|text messages?|texted|texting|by text|via text|a text|texts? (?:back|them|him|"
-        r"her|their|the|a|an|yes|no)\b)"
-    ),
-    "email": re.compile(r"\b(?:e-?mails?|e-?mailed|inbox)\b"),
-    "audio": re.compile(
-        r"\b(?:phone calls?|voice calls?|automated calls?|voice messages?|rings? (?:them|the|each|"
-        r"him|her)|keypress|press(?:es)? [0-9])\b"
-    ),
-    "video": re.compile(r"\b(?:video calls?|video chats?|video meetings?)\b"),
-    "push": re.compile(r"\bpush notifications?\b"),
-    "chat": re.compile(
-        r"\b(?:chat groups?|group chats?|whatsapp|telegram|signal group|messenger|slack|discord)\b"
-    ),
-}
+_CHANNEL: MappingProxyType[str, re.Pattern[str]] = MappingProxyType(
+    {
+        "sms": re.compile(
+            r"\b(?:sms|text messages?|texted|texting|by text|via text|a text|texts? (?:back|them|him|"
+            r"her|their|the|a|an|yes|no)\b)"
+        ),
+        "email": re.compile(r"\b(?:e-?mails?|e-?mailed|inbox)\b"),
+        "audio": re.compile(
+            r"\b(?:phone calls?|voice calls?|automated calls?|voice messages?|rings? (?:them|the|each|"
+            r"him|her)|keypress|press(?:es)? [0-9])\b"
+        ),
+        "video": re.compile(r"\b(?:video calls?|video chats?|video meetings?)\b"),
+        "push": re.compile(r"\bpush notifications?\b"),
+        "chat": re.compile(
+            r"\b(?:chat groups?|group chats?|whatsapp|telegram|signal group|messenger|slack|discord)\b"
+        ),
+    }
+)
 """How prose names a communication channel (the family's values that are channels)."""
 _SPLIT_PAYMENT = re.compile(
     r"\b(?:deposits?|instal?lments?|balance (?:due|payment|of)|part[- ]payments?|"
