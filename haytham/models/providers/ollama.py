@@ -13,6 +13,7 @@ from haytham.models.providers.spec import (
     StatusCheck,
     UrlField,
     installed,
+    merge_config,
     require,
 )
 
@@ -43,15 +44,13 @@ def status(settings: ProviderSettings, check: StatusCheck) -> tuple[bool, str]:
 
 def one_token(model: Model, settings: ProviderSettings) -> None:
     """``num_predict`` in the model's options."""
-    config = dict(model.get_config() or {})
-    model.update_config(options={**(config.get("options") or {}), "num_predict": 1})
+    merge_config(model, "options", {"num_predict": 1})
 
 
 def sampling(model: Model, model_id: str, temperature: float, seed: int) -> list[str]:
     """Temperature, and the seed in the model's options."""
-    config = dict(model.get_config() or {})
-    options = {**dict(config.get("options") or {}), "seed": seed}
-    model.update_config(temperature=temperature, options=options)
+    merge_config(model, "options", {"seed": seed})
+    model.update_config(temperature=temperature)
     return [f"temperature={temperature}", f"seed={seed}"]
 
 

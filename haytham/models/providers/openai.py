@@ -15,6 +15,7 @@ from haytham.models.providers.spec import (
     StatusCheck,
     UrlField,
     installed,
+    merge_config,
     params_cap,
     params_sampling,
     require,
@@ -63,8 +64,7 @@ def sampling(model: Model, model_id: str, temperature: float, seed: int) -> list
     """Temperature (except for the reasoning models) and seed in the request's params."""
     if not model_id.startswith(NO_TEMPERATURE):
         return params_sampling(model, temperature, seed)
-    config = dict(model.get_config() or {})
-    model.update_config(params={**(config.get("params") or {}), "seed": seed})
+    merge_config(model, "params", {"seed": seed})
     return [f"{model_id} accepts no temperature", f"seed={seed}"]
 
 

@@ -302,19 +302,24 @@ def require(module: str, extra: str) -> None:
         ) from error
 
 
+def merge_config(model: Model, section: str, values: dict[str, Any]) -> None:
+    """Set ``values`` in one nested dict of the model's config (``params``, ``options``),
+    keeping what it already holds."""
+    config = dict(model.get_config() or {})
+    model.update_config(**{section: {**(config.get(section) or {}), **values}})
+
+
 def params_cap(model: Model, key: str = "max_tokens") -> None:
     """Cap the reply at one token in a model whose config holds request ``params``."""
-    config = dict(model.get_config() or {})
-    model.update_config(params={**(config.get("params") or {}), key: 1})
+    merge_config(model, "params", {key: 1})
 
 
 def params_sampling(model: Model, temperature: float, seed: int | None) -> list[str]:
     """Set ``temperature`` (and ``seed``) in a model whose config holds request ``params``."""
-    config = dict(model.get_config() or {})
-    params = {**(config.get("params") or {}), "temperature": temperature}
+    values: dict[str, Any] = {"temperature": temperature}
     notes = [f"temperature={temperature}"]
     if seed is not None:
-        params["seed"] = seed
+        values["seed"] = seed
         notes.append(f"seed={seed}")
-    model.update_config(params=params)
+    merge_config(model, "params", values)
     return notes
