@@ -1,6 +1,6 @@
 """The one structured-output boundary (seed 001): tolerant keys, one repair, typed violation.
 
-``StageRunner.ask`` is what every stage, the single verifiers and the receiving-stage
+``ModelCaller.ask`` is what every stage, the single verifiers and the receiving-stage
 validation use; these tests pin its contract: keys match across case and ``-``/``_``/space
 variants, a violation earns exactly one repair turn (``limits={"turns": 2}``), and a second
 failure is a typed :class:`ContractViolation`, never an empty success.
@@ -12,11 +12,10 @@ import pytest
 from pipeline_helpers import replay_settings
 from verify_helpers import write_lines
 
-from haytham.agents.caller import REPAIR_TURNS
+from haytham.agents.caller import REPAIR_TURNS, ModelCaller
 from haytham.agents.context import Context
 from haytham.errors import ContractViolation
 from haytham.models.factory import ModelRuntime
-from haytham.pipeline.runner import StageRunner
 from haytham.schemas.base import TolerantModel, parse_contract
 from haytham.storage.folder import SessionStore
 
@@ -34,9 +33,9 @@ def _ask(tmp_path, *turns):
     ctx = Context()
     ctx.add("task", "# Task", "Answer with the Verdict tool.")
     with ModelRuntime(settings) as models:
-        runner = StageRunner(settings, models, files, input_validation=False)
+        caller = ModelCaller(settings, models, files)
         try:
-            return runner.ask("judge", "light", "You judge.", ctx, Verdict, account_as="row")
+            return caller.ask("judge", "light", "You judge.", ctx, Verdict, account_as="row")
         finally:
             calls = [e for e in files.events() if e["type"] == "model_call"]
             _ask.calls = len(calls)

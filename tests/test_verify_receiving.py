@@ -55,7 +55,7 @@ def _json(output: StageOutput) -> dict[str, Any]:
 
 
 class FakeAsk:
-    """Stands in for ``StageRunner.ask``: scripted validator verdicts and revisions."""
+    """Stands in for ``ModelCaller.ask``: scripted validator verdicts and revisions."""
 
     def __init__(self, reject, revise=None) -> None:
         self.reject, self.revise = reject, revise

@@ -17,9 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from haytham.agents.caller import ModelCaller, T
+from haytham.agents.caller import ModelCaller
 from haytham.agents.context import (
-    Context,
     build_anchor_context,
     build_pin_context,
     build_stage_context,
@@ -139,20 +138,7 @@ class StageRunner:
         enabled = (
             input_validation_enabled(settings) if input_validation is None else input_validation
         )
-        self.receiver = InputValidation(files, self.ask) if enabled else None
-
-    def ask(
-        self,
-        stage: str,
-        tier: str,
-        system: str,
-        ctx: Context,
-        model_cls: type[T],
-        *,
-        account_as: str | None = None,
-    ) -> T:
-        """One structured answer, an instance of ``model_cls`` (see :meth:`ModelCaller.ask`)."""
-        return self.caller.ask(stage, tier, system, ctx, model_cls, account_as=account_as)
+        self.receiver = InputValidation(files, self.caller.ask) if enabled else None
 
     # -- stages -------------------------------------------------------------------------------
     def run_stage(
@@ -186,7 +172,7 @@ class StageRunner:
                 )
                 salvaged: list[str] = []
                 try:
-                    output = self.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
+                    output = self.caller.ask(spec.slug, spec.tier, system, ctx, spec.output_model)
                 except ContractViolation as exc:
                     output, salvaged = self._salvage(spec, exc)
                 output, problems = spec.complete(output, view)
@@ -300,7 +286,7 @@ class StageRunner:
         try:
             for _ in range(MAX_ANCHOR_TIGHTENING + 1):
                 ctx = build_anchor_context(state.idea, analysis, problems)
-                answer = self.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
+                answer = self.caller.ask(stage, "heavy", system, ctx, ConceptAnchor).as_extracted()
                 anchor = ground_anchor(answer, state.idea)
                 tokens = anchor.token_count()
                 if tokens <= ANCHOR_TOKEN_BUDGET:
@@ -343,7 +329,7 @@ class StageRunner:
         missing = [i.id for i in unpinned(anchor)]
         try:
             ctx = build_pin_context(state.idea, anchor.render(), pin_request(anchor))
-            answer = self.ask(
+            answer = self.caller.ask(
                 PIN_AGENT,
                 "heavy",
                 load_prompt("anchor_pins.md"),
