@@ -161,8 +161,10 @@ def words(ctx: Context) -> dict[str, Words]:
     invs, stages = _traced(ctx)
     bags = {(slug, i.id): term_set(i.text) for slug, items in stages.items() for i in items}
     by_id = {(slug, i.id): i for slug, items in stages.items() for i in items}
-    exclusions = {
-        slug: [i for i in stage_items(ctx, slug) if i.out and i.honours and i.text]
+    exclusions = {  # OUT items that honour something, with their words
+        slug: [
+            (i, term_set(i.text)) for i in stage_items(ctx, slug) if i.out and i.honours and i.text
+        ]
         for slug in stages
     }
     share = ctx.settings.carrier_specific_share
@@ -174,11 +176,11 @@ def words(ctx: Context) -> dict[str, Words]:
             }
             if not carriers:
                 continue
-            specific = []
-            for term in _target_terms(inv, key, text):
-                users = [k for k, bag in bags.items() if _has(term, bag)]
-                if users and sum(k in carriers for k in users) / len(users) >= share:
-                    specific.append(term)
+            specific = [
+                term
+                for term in _target_terms(inv, key, text)
+                if _mostly_in([k for k, bag in bags.items() if _has(term, bag)], carriers, share)
+            ]
             used: dict[str, frozenset[str]] = {}
             for slug, item in carriers:
                 found = {t for t in specific if _has(t, bags[(slug, item)])}
@@ -186,10 +188,10 @@ def words(ctx: Context) -> dict[str, Words]:
             honoured = {  # "Out: no money changes hands" speaks for "never for money"
                 slug: frozenset(
                     t
-                    for item in items
+                    for item, bag in items
                     if key in item.honours or inv.id in item.honoured
                     for t in specific
-                    if _has(t, term_set(item.text))
+                    if _has(t, bag)
                 )
                 for slug, items in exclusions.items()
             }
@@ -197,13 +199,19 @@ def words(ctx: Context) -> dict[str, Words]:
                 # "SMS" names the pin of "notices go out by text message" (when the session
                 # says it mostly in that invariant's carriers: "swap" in a swap ledger does not)
                 users = [k for k, item in by_id.items() if _says(phrase, item.text)]
-                if not users or sum(k in carriers for k in users) / len(users) < share:
+                if not _mostly_in(users, carriers, share):
                     continue
                 for slug, item in carriers:
                     if _says(phrase, by_id[(slug, item)].text):
                         honoured[slug] = honoured.get(slug, frozenset()) | {f"pin:{phrase}"}
             out[key] = Words(tuple(specific), used, honoured)
     return out
+
+
+def _mostly_in(users: list[tuple[str, str]], carriers: set[tuple[str, str]], share: float) -> bool:
+    """Whether at least ``share`` of the items (slug, id) that use a word carry the target: the
+    word is specific to it, not one the whole idea uses."""
+    return bool(users) and sum(k in carriers for k in users) / len(users) >= share
 
 
 def _says(phrase: str, text: str) -> bool:
