@@ -57,7 +57,17 @@ from haytham.validate.common import DESCRIPTIVE  # noqa: E402
 
 SPLITS = {
     s: [ROOT / "tests" / "fixtures" / "claimed" / s]
-    for s in ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
+    for s in (
+        "dev",
+        "test",
+        "holdout",
+        "holdout2",
+        "holdout3",
+        "holdout4",
+        "holdout5",
+        "holdout6",
+        "holdout7",
+    )
 }
 SPLITS["all-dev"] = (
     SPLITS["dev"] + SPLITS["test"]
@@ -72,6 +82,10 @@ SPLITS["tuning4"] = SPLITS["tuning"] + SPLITS["holdout2"]
 SPLITS["tuning5"] = SPLITS["tuning4"] + SPLITS["holdout3"]
 # sixth round: holdout4 was scored once and is spoilt too; holdout5 is the new blind split
 SPLITS["tuning6"] = SPLITS["tuning5"] + SPLITS["holdout4"]
+# seventh round: holdout5 was scored once and is spoilt too; every earlier split tunes, and two
+# helpers wrote holdout6 and holdout7 (four ideas each) as the new blind test split ("blind8")
+SPLITS["tuning7"] = SPLITS["tuning6"] + SPLITS["holdout5"]
+SPLITS["blind8"] = SPLITS["holdout6"] + SPLITS["holdout7"]
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 

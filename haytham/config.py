@@ -254,6 +254,28 @@ class ValidatorSettings(BaseModel):
         description="A stage is not terse when, median over the other targets it carries, its "
         "carriers use at least this share of the specific terms the best stage's carriers use.",
     )
+    carrier_part_gap: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=2.0,
+        description="A carrier of a whole compound invariant that expresses one part this much "
+        "worse (cosine) than another stage's carriers do, while it keeps a sibling part "
+        "(carrier_part_sibling_gap) and drops a word of the part every other stage uses, has "
+        "dropped that part.",
+    )
+    carrier_part_sibling_gap: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=2.0,
+        description="…when that part's drop exceeds the best-kept sibling part's drop by this much.",
+    )
+    carrier_part_level_min: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description="…in a stage at least this wordy (carrier_lexical_level_min's measure): a "
+        "terse stage drops words of every part.",
+    )
     stage_fidelity_gap: float = Field(
         default=0.18,
         ge=0.0,

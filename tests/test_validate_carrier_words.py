@@ -130,3 +130,64 @@ def test_the_genericized_stage_check_is_relative_to_the_session() -> None:
     assert len(divergence._genericized(_ctx(), allgen)) == 2
     # alone (the pipeline's first descriptive stage), the absolute floor still decides
     assert len(divergence._genericized(_ctx({"mvp-scope"}), {"mvp-scope": _row(0.02)})) == 1
+
+
+def test_a_stage_drops_a_part_when_it_leaves_out_the_words_the_other_stages_agree_on() -> None:
+    other = frozenset({"countersign", "supervisor", "bag"})
+    kept_two = carriers.Words(
+        ("countersign", "supervisor", "bag"),
+        {"cap": frozenset({"supervisor", "bag"}), "scope": other, "story": other},
+    )
+    assert not kept_two.dropped("cap")  # one agreed word of three gone: a synonym will do that
+    lost_two = carriers.Words(
+        ("countersign", "supervisor", "bag"),
+        {"cap": frozenset({"bag"}), "scope": other, "story": other},
+    )
+    assert lost_two.dropped("cap") and not lost_two.dropped("scope")
+    only_word = carriers.Words(
+        ("guide",),
+        {"cap": frozenset(), "scope": frozenset({"guide"}), "story": frozenset({"guide"})},
+    )
+    assert only_word.dropped("cap")  # the one word every other stage uses is gone
+    assert not only_word.silent("cap", DEFAULTS)  # too few words for the silence test
+
+
+def _expr(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, carriers.Expression]]:
+    return {
+        slug: {k: carriers.Expression(v, "X", ("X",)) for k, v in row.items()}
+        for slug, row in scores.items()
+    }
+
+
+def test_a_part_is_left_when_its_sibling_is_kept() -> None:
+    inv = SimpleNamespace(part_texts=lambda: {"INV-3a": "checked", "INV-3b": "restrung"})
+    kept_sibling = _expr(
+        {"cap": {"INV-3a": 0.55, "INV-3b": 0.80}, "story": {"INV-3a": 0.85, "INV-3b": 0.82}}
+    )
+    assert carriers._part_left(kept_sibling, "cap", inv, "INV-3a", 0.30, DEFAULTS)
+    # a terse stage loses every part alike: no single part was dropped
+    terse = _expr(
+        {"cap": {"INV-3a": 0.55, "INV-3b": 0.55}, "story": {"INV-3a": 0.85, "INV-3b": 0.82}}
+    )
+    assert not carriers._part_left(terse, "cap", inv, "INV-3a", 0.30, DEFAULTS)
+    assert not carriers._part_left(kept_sibling, "cap", inv, "INV-3a", 0.10, DEFAULTS)
+
+
+def test_a_whole_id_carrier_that_dropped_a_part_s_agreed_words_is_a_warning(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """festival_lost_children (holdout5, spoilt by its one scoring): CAP-F-003 still carries
+    INV-3 whole and keeps the matching stub (INV-3b) but no longer needs the adult to be named on
+    the card (INV-3a); every other stage says "named"."""
+    root = DEV.parent / "holdout5"
+    drifted = "festival_lost_children__compound_claimed"
+    s = load_snapshot(load_case(root / drifted, tmp_path / drifted).path)
+    hits = [f for f in _carrier_warnings(s, embedder) if "part INV-3a" in f.message]
+    assert [(f.stage, f.item) for f in hits] == [("capability-model", "CAP-F-003")]
+    for name in (
+        "festival_lost_children",
+        "festival_lost_children__paraphrase_terse",
+        "festival_lost_children__paraphrase_wordy",
+    ):
+        folder = load_case(root / name, tmp_path / name)
+        assert _carrier_warnings(load_snapshot(folder.path), embedder) == [], name

@@ -34,13 +34,23 @@ words of "kilos for kilos, never for money", though its IN carrier only says "no
 does a carrier that names the trait value the invariant pins ("SMS" for "notices go out by
 text message", pinned ``communication=sms``): the pin is the invariant in the vocabulary's
 words (a value word counts only where it is specific, like the other words: "swap" in a swap
-ledger is everywhere). Two ways to warn:
+ledger is everywhere). Three ways to warn:
 
 * the cosine drop of ``carrier_drop`` (``carrier_part_drop`` for a part) and silence;
 * a smaller drop (``carrier_silent_drop``) and silence in a stage that is otherwise **not**
   terse: for the other targets it carries, it uses at least ``carrier_lexical_level_min``
   (median) of the specific terms the best stage uses. A terse stage is silent on many targets; a
   drifted one on one.
+
+* for a **part** (issue 26, seventh round), in a stage that is not terse
+  (``carrier_part_level_min``), when its carriers speak for the invariant but have dropped one
+  condition: the part is expressed ``carrier_part_gap`` worse than in another stage, that is
+  ``carrier_part_sibling_gap`` more than the best-kept sibling part lost (the carrier still
+  says the other condition as well as elsewhere), and its carriers leave out the part's words
+  that every other stage's carriers agree on (all of them, or at least two: one word of three
+  is what a synonym does). "Handed over to an adult named on the child's card who shows the
+  matching stub" that became "whoever shows the stub collects" is the case: the stub is still
+  there, the name is not, and the silence test, which needs two words of evidence, misses it.
 
 The thresholds are :class:`~haytham.config.ValidatorSettings` fields (``carrier_*``).
 
@@ -125,6 +135,20 @@ class Words:
             return False
         here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
         return len(here) <= settings.carrier_silent_share * max(others)
+
+    def unused(self, slug: str) -> list[str]:
+        """Specific terms some other stage's carriers use and this stage's do not."""
+        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
+        return sorted(frozenset().union(*self.used.values()) - here)
+
+    def dropped(self, slug: str) -> bool:
+        """Whether the stage's carriers (and its OUT items honouring the target) leave out the
+        words every other stage's carriers agree on: all of them, or at least two."""
+        others = [u for s, u in self.used.items() if s != slug]
+        agreed = frozenset.intersection(*others) if others else frozenset()
+        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
+        missing = agreed - here
+        return bool(missing) and (missing == agreed or len(missing) >= 2)
 
     def share(self, slug: str) -> float | None:
         """How many specific terms the stage's carriers use, as a share of the wordiest stage's
@@ -274,6 +298,30 @@ def expression(ctx: Context) -> dict[str, dict[str, Expression]]:
     return out
 
 
+def _part_left(
+    expr: dict[str, dict[str, Expression]],
+    slug: str,
+    inv: Invariant,
+    key: str,
+    lost: float,
+    s: ValidatorSettings,
+) -> bool:
+    """Whether the stage's carriers dropped part ``key`` and kept a sibling: the part is
+    expressed ``carrier_part_gap`` worse than in another stage, and that is
+    ``carrier_part_sibling_gap`` more than the best-kept sibling part lost ("checked and
+    restrung" that became "restrung": the restringing is still there, the check is not)."""
+    if lost < s.carrier_part_gap:
+        return False
+    row = expr[slug]
+    kept = []
+    for sib in inv.part_texts():
+        others = [r[sib].score for o, r in expr.items() if o != slug and sib in r]
+        if sib == key or sib not in row or not others:
+            continue
+        kept.append(max(others) - row[sib].score)
+    return bool(kept) and lost - min(kept) >= s.carrier_part_sibling_gap
+
+
 def check(ctx: Context) -> list[Finding]:
     """Warnings for a stage whose carriers of an invariant (of one of its parts) express it
     ``carrier_drop`` (``carrier_part_drop``) or more worse than another descriptive stage's
@@ -301,13 +349,21 @@ def check(ctx: Context) -> list[Finding]:
                 best_slug, best = max(others, key=lambda o: o[1].score)
                 drop = s.carrier_drop if key == inv.id else s.carrier_part_drop
                 w = lex.get(key)
-                if w is None or not w.silent(slug, s):
-                    continue  # the carriers still use the target's own words
-                lost = best.score - here.score
-                if lost < drop and (
-                    lost < s.carrier_silent_drop or level < s.carrier_lexical_level_min
-                ):
+                if w is None:
                     continue
+                lost = best.score - here.score
+                if w.silent(slug, s):
+                    if lost < drop and (
+                        lost < s.carrier_silent_drop or level < s.carrier_lexical_level_min
+                    ):
+                        continue
+                elif not (
+                    key != inv.id
+                    and level >= s.carrier_part_level_min
+                    and _part_left(expr, slug, inv, key, lost, s)
+                    and w.dropped(slug)
+                ):
+                    continue  # the carriers still use the target's own words
                 what = f"part {key} ({short(text, 70)!r}) of {inv.id} {inv.property}"
                 if key == inv.id:
                     what = f"{inv.id} {inv.property} ({short(inv.value, 70)!r})"
@@ -324,7 +380,7 @@ def check(ctx: Context) -> list[Finding]:
                         evidence=f"carriers in {slug}: {list(here.carriers)}; in {best_slug}: "
                         f"{list(best.carriers)} (closest {best.item}); words of the target that "
                         f"other stages' carriers use and {slug}'s do not: "
-                        f"{sorted(set().union(*w.used.values()))}",
+                        f"{w.unused(slug)}",
                     )
                 )
                 if key == inv.id:
