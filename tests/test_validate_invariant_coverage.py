@@ -190,6 +190,19 @@ def test_an_item_that_negates_the_excluded_thing_honours_it() -> None:
     assert pinned_contradiction(inv, "A payment step at the end of every call takes the fee.")
 
 
+def test_a_negated_list_of_any_phrases_is_negated_throughout() -> None:
+    """ "Nowhere … any prices, any means of payment or any buttons": "any" continues the
+    negation; a clause with its own verb after a negation ("any visitor can book") does not."""
+    from haytham.validate.negation import affirmed_terms
+
+    text = (
+        "Nowhere in the app are there any prices, any means of payment or any buttons inviting "
+        "donations."
+    )
+    assert not {"price", "pay", "donation", "button"} & affirmed_terms(text)
+    assert "visitor" in affirmed_terms("No account is needed, any visitor can book a slot.")
+
+
 def test_under_auth_none_any_account_or_password_contradicts_the_pin() -> None:
     """auth=none means no accounts at all: a portal login with email and password breaks it even
     when nobody "signs up" in the open-registration sense; "no accounts or passwords", the
@@ -208,6 +221,10 @@ def test_under_auth_none_any_account_or_password_contradicts_the_pin() -> None:
         == ""
     )
     assert pinned_contradiction(inv, "A member taps their fob to sign up for an evening.") == ""
+    # anyone may *use* it: open use is the pin, signing up for an account breaks it
+    assert pinned_contradiction(inv, "Anyone who joins the hall's Wi-Fi sees the song.") == ""
+    assert pinned_contradiction(inv, "Anyone can sign up on the landing page.")
+    assert pinned_contradiction(inv, "Visitors register on the landing page.")
     assert (
         pinned_contradiction(inv, "The program adds no login; the computer's sign-in suffices.")
         == ""

@@ -234,3 +234,14 @@ def test_signing_up_for_a_night_is_not_open_registration() -> None:
     night = "Each member signed up for that night finds the field on the signup page."
     assert declared_contradiction("auth", "approval", night) == ""
     assert declared_contradiction("auth", "approval", "Anyone can sign up for an account.")
+
+
+def test_a_rhythm_that_dates_a_report_is_not_the_activity_s_rhythm() -> None:
+    """Issue 26, seventh round (from the blind8 split, spoilt by its one scoring): a monthly
+    PDF of daily readings does not break "recorded every day"; readings taken monthly do."""
+    from haytham.validate.trait_propagation import carried_contradiction
+
+    daily = _pinned("cadence=daily", "fridge temperature recorded at opening and closing")
+    assert carried_contradiction(daily, "Monthly inspection PDF of the readings.") == ""
+    assert carried_contradiction(daily, "The inspector gets a weekly summary by email.") == ""
+    assert "monthly" in carried_contradiction(daily, "The fridge temperature is taken monthly.")

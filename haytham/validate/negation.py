@@ -17,6 +17,9 @@ Two constructions carry a negation *across* a clause cut (:func:`scoped_clauses`
 * a **noun list finished after a comma**: in "there is no field for a price, a payment or a
   fee" the clause after the comma is only the rest of the list ("a payment or a fee": noun
   phrases joined by "or", no verb), so the negation of the clause before reaches it;
+* a **list of "any" phrases**: in "nowhere are there any prices, any means of payment or any
+  buttons" the clauses after the comma open with "any", which needs the negation before them
+  (they have no verb of their own: "no account is needed, any visitor can book" is affirmed);
 * a **predicate list finished after a comma**: in "it never has to create an account, choose a
   password or supply an email address" the negated verb heads a list of predicates; the clause
   after the comma (at most eight words, coordinated by "or", no subject of its own) inherits a
@@ -34,7 +37,8 @@ import re
 from haytham.validate.text import normalize, sentences, term_set
 
 _PRE_CUES = re.compile(
-    r"\b(?:not|no|zero|never|without|nor|neither|none|nothing|nobody|instead of|rather than|avoids?|"
+    r"\b(?:not|no|zero|never|nowhere|without|nor|neither|none|nothing|nobody|instead of|"
+    r"rather than|avoids?|"
     r"avoiding|exclud(?:e|es|ed|ing)|except|drops?|dropped|skips?|skipped|defer(?:s|red)?|"
     r"postpone[sd]?|removes?|removed|disables?|disabled|forgo(?:es)?|lacks?|free of|"
     r"out of scope|outside (?:the )?scope|no need for|not needed|later version of|"
@@ -76,6 +80,12 @@ _DET = r"(?:(?:an?|the|any)\s+)?"
 _NOUN_LIST_REST = re.compile(
     rf"^{_DET}{_WORD}(?:\s+{_WORD})?\s+(?:or|nor)\s+{_DET}{_WORD}(?:\s+{_WORD})?$"
 )
+
+
+# the rest of a list of "any" phrases under a negation: "nowhere are there any prices, any means
+# of payment or any buttons" ("any" needs the negation; no verb of its own)
+_ANY_LIST_REST = re.compile(r"^any\b.*\b(?:or|nor)\s+any\b")
+_FINITE = re.compile(r"\b(?:can|may|will|must|should|is|are|was|were|has|have|does|do)\b")
 
 
 # a negation that governs a verb: "never has to create …", "cannot …" (not "no" or "without",
@@ -133,6 +143,13 @@ def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
                 inherited = inherited or (
                     seps == [","]
                     and bool(_NOUN_LIST_REST.match(clause.rstrip(".!?")))
+                    and (prev_inherited or bool(_PRE_CUES.search(prev)))
+                )
+                # "nowhere are there any prices, any means of payment or any buttons …"
+                inherited = inherited or (
+                    seps == [","]
+                    and bool(_ANY_LIST_REST.match(clause))
+                    and not _FINITE.search(clause)
                     and (prev_inherited or bool(_PRE_CUES.search(prev)))
                 )
                 # "it never has to create an account, choose a password or supply an email":

@@ -89,29 +89,32 @@ _OUTSIDE_TAGS = (*_COMM_TAGS, "payments", "sso")
 channel, a payment processor, the organisation's own identity provider (single sign-on)."""
 _INTERFACE_TAGS = ("web", "mobile", "cli", "desktop")
 
+_OPEN_REGISTRATION = re.compile(
+    r"\b(?:open registration|selfregistration|public (?:signup|registration)|"
+    r"anyone can (?:signup|register|join|create an account|enrol|enroll)|"
+    r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
+    r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
+    r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
+    r"anyone (?:(?!could |would |might )[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|"
+    r"enrol|enroll)s?\b|"
+    r"(?:visitors?|strangers?|the public|passers-?by) (?:can |may |will )?(?:join|signup|"
+    r"register)\b|(?:check|sign|register|enrol|enroll) themselves (?:in|up)\b|"
+    r"(?:any [a-z]+|anyone|guests?|visitors?|newcomers?|strangers?) (?:[a-z']+ ){0,3}(?:can |may "
+    r"|will )?(?:create|set up|open)s? (?:a|an|their|his|her) (?:own )?(?:[a-z]+ )?"
+    r"(?:account|profile)\b|(?:public |online |landing page )?join (?:form|page)\b|"
+    r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
+    r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
+    r"(?:signup|registration))"
+)
+
 _TEXT: dict[str, re.Pattern[str]] = {
     "realtime": re.compile(
         r"\b(?:realtime|websocket|socket\.io|live (?:updates?|sync|feed|presence|cursors?)|"
         r"presence (?:indicators?|channel)|push updates?|pub ?/ ?sub|server sent events|"
         r"instant(?:ly)? (?:sync|updates?))\b"
     ),
-    "open_registration": re.compile(
-        r"\b(?:open registration|selfregistration|public (?:signup|registration)|"
-        r"anyone can (?:signup|register|join|create an account|enrol|enroll)|"
-        r"(?:users?|visitors?|people|anyone|customers?) (?:can |may |will )?(?:signup|register|"
-        r"enrol|enroll)\b|any [a-z]+ (?:can|may) (?:signup|register|enrol|enroll|"
-        r"create an account)\b|self[ -]?(?:enrol|enroll)(?:ment|s)?\b|"
-        r"anyone (?:(?!could |would |might )[a-z']+ ){0,6}(?:can |may )?(?:join|signup|register|"
-        r"enrol|enroll)s?\b|"
-        r"(?:visitors?|strangers?|the public|passers-?by) (?:can |may |will )?(?:join|signup|"
-        r"register)\b|(?:check|sign|register|enrol|enroll) themselves (?:in|up)\b|"
-        r"(?:any [a-z]+|anyone|guests?|visitors?|newcomers?|strangers?) (?:[a-z']+ ){0,3}(?:can |may "
-        r"|will )?(?:create|set up|open)s? (?:a|an|their|his|her) (?:own )?(?:[a-z]+ )?"
-        r"(?:account|profile)\b|(?:public |online |landing page )?join (?:form|page)\b|"
-        r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
-        r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
-        r"(?:signup|registration))"
-    ),
+    "open_registration": _OPEN_REGISTRATION,
+    "signup": _OPEN_REGISTRATION,
     "accounts": re.compile(
         r"\b(?:passwords?|usernames?|user names?|(?:user|member|customer|portal|personal|web) "
         r"(?:accounts?|logins?|profiles?)|(?:creates?|set(?:s|ting)? up|opens?|registers?|makes?) "
@@ -149,8 +152,12 @@ _KEY_WORDS = MappingProxyType(
         "deploy_on_prem": "an on-prem deployment",
         "deploy_device": "an on-device deployment",
         "accounts": "user accounts or passwords",
+        "signup": "open registration",
     }
 )
+_SIGNS_UP = re.compile(r"\b(?:signup|sign up|signs up|regist|selfregist|account|profile)")
+"""Under ``auth=none`` open *use* is the pin; only signing up for something (an account, a
+registration) breaks it."""
 _INVITED = re.compile(
     r"\b(?:invite|invited|invitation|inviteonly|allow ?list|whitelist|approved|approval|"
     r"pre-?registered|admin creates?|code)\b"
@@ -203,7 +210,8 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
     if trait == "realtime":
         return [("realtime", value == "true")]
     if trait == "auth" and value == "none":  # no accounts at all: a login of any kind breaks it
-        return [("open_registration", False), ("accounts", False)]
+        # but anyone may use it: "anyone who joins the hall's Wi-Fi" is the pin, not a breach
+        return [("signup", False), ("accounts", False)]
     if trait == "auth" and value != "open_registration":
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
@@ -261,6 +269,12 @@ _RHYTHM: MappingProxyType[str, re.Pattern[str]] = MappingProxyType(
     }
 )
 """How prose states a rhythm (the cadence family's values that are rhythms)."""
+_DOCUMENT_RHYTHM = re.compile(
+    r"\b(?:daily|weekly|monthly|nightly|yearly|annual)\s+(?:[a-z]+\s+)?(?:reports?|summar(?:y|ies)|"
+    r"digests?|exports?|pdfs?|newsletters?|statements?|backups?|printouts?|round-?ups?)\b"
+)
+"""A rhythm that dates a document made from the records ("a monthly inspection PDF" of daily
+readings), not the rhythm of the activity the invariant pins."""
 _FIXED_SCHEDULE = re.compile(
     rf"\b(?:daily|weekly|monthly|fortnightly|nightly|every (?:other |second )?(?:day|night|week|"
     rf"fortnight|month|{_DAYS})|once a (?:day|week|month)|{_DAYS}s\b|"
@@ -320,7 +334,8 @@ def carried_contradiction(inv: Invariant, text: str) -> str:
         return f'a fixed schedule: text: "{short(hits[0], 120)}"' if hits else ""
     if family == "cadence" and value in _RHYTHM:
         for other, pattern in _RHYTHM.items():
-            if other != value and (hits := affirmed_matches(text, pattern)):
+            hits = [h for h in affirmed_matches(text, pattern) if not _DOCUMENT_RHYTHM.search(h)]
+            if other != value and hits:
                 return f'a {other} rhythm: text: "{short(hits[0], 120)}"'
         return ""
     if family == "communication" and value in _CHANNEL:
@@ -485,16 +500,19 @@ def _violation(c: Constraint, row: _Row) -> str:
     if c.key in ("hosted", "deploy_on_prem", "deploy_device") and row.deployment is not None:
         wanted = c.key.removeprefix("deploy_")
         return f"deployment = {row.deployment}" if row.deployment == wanted else ""
-    tags = [t for t in requires if _tag(t) == c.key]
+    key = "open_registration" if c.key == "signup" else c.key
+    tags = [t for t in requires if _tag(t) == key]
     if not c.allowed:
         if tags:
             return f"requires {tags}"
-        pattern = _TEXT.get(c.key)
+        pattern = _TEXT.get(key)
         if pattern is None:
             return ""
         hits = affirmed_matches(text, pattern)
-        if c.key == "open_registration":
+        if key == "open_registration":
             hits = [h for h in hits if not _INVITED.search(h) and not _EVENT_SIGNUP.search(h)]
+        if c.key == "signup":
+            hits = [h for h in hits if _SIGNS_UP.search(h)]
         return f'text: "{short(hits[0], 120)}"' if hits else ""
     if c.key == "realtime":
         denied = _REALTIME_DENIED.search(normalize(text))
