@@ -121,6 +121,28 @@ def test_forbidden_thing_described_in_an_item_is_a_second_opinion(tmp_path: Path
     assert f.severity == "info" and f.invariant == "INV-4 data_locality"
 
 
+def test_a_carrier_of_a_forbids_invariant_that_describes_the_forbidden_thing_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """The same text from an item that *claims to carry* the exclusion contradicts its own
+    claim; a carrier that negates it honours it."""
+    s = snap("cli_planlint", tmp_path)
+    caps = s.outputs["capability-model"].payload.functional
+    claims = caps[0].model_copy(
+        update={
+            "description": "Each run makes a network call to the pricing service.",
+            "carries": [*caps[0].carries, "INV-4"],
+        }
+    )
+    s2 = replace_items(s, "capability-model", "functional", [claims, *caps[1:]])
+    (f,) = [f for f in found(s2) if f.item == claims.id]
+    assert f.severity == "warning" and f.invariant == "INV-4 data_locality"
+    assert "claims to carry" in f.message and "network" in f.evidence
+    honours = claims.model_copy(update={"description": "It never makes a network call."})
+    s3 = replace_items(s, "capability-model", "functional", [honours, *caps[1:]])
+    assert [f for f in found(s3) if f.item == claims.id] == []
+
+
 def test_override_with_reason_is_honoured(tmp_path: Path) -> None:
     assert found(snap("web_quiz__override_question_format", tmp_path)) == []
 

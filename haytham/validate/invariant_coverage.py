@@ -15,13 +15,17 @@ Structural checks, one warning each (no reading of prose):
 * **not contradicted** — no IN item affirmatively describes what an invariant's pinned trait
   rules out (open registration under ``auth=invite_only``, realtime under ``realtime=false``,
   payments under ``payments=none``), read with trait propagation's technical vocabulary;
+* **a claim that contradicts itself** — an IN item that lists a ``forbids`` invariant in its
+  ``carries`` while its affirmed text names the forbidden thing (two of its key terms in one
+  clause with no negation: "each sheet has a download button" under "chord sheets are never
+  downloaded");
 * **references resolve** — every ``carries`` / ``honours_exclusion`` id names an invariant
   (the pipeline repairs near-misses and re-asks once; a session loaded from disk may still have
   them);
 * **overrides have a reason**, and a stage that reports genericizing an identity feature says so.
 
 Second opinions (``info``): a stage that neither preserves nor overrides an invariant in its
-``anchor_compliance``; an IN item whose affirmed text names what a ``forbids`` invariant excludes;
+``anchor_compliance``; any other IN item whose affirmed text names what an invariant excludes;
 an item whose text describes what its own declared ``assumes`` value rules out (a story that
 declares ``auth=invite_only`` and describes a public sign-up form; where a pin covers the family,
 the pinned check above already warns).
@@ -96,6 +100,17 @@ def _names_exclusion(inv: Invariant, item: Item) -> list[str]:
         if len(found) >= need:
             return found
     return []
+
+
+_COMMON_SHARE = 0.2
+"""A word a fifth of the session's traced IN items use is the idea's own vocabulary ("student",
+"session" in a classroom quiz), not evidence of the forbidden thing."""
+
+
+def _common(ctx: Context, term: str) -> bool:
+    items = [i for slug in WHAT_HOW_STORIES for i in stage_items(ctx, slug) if not i.out]
+    users = sum(term in term_set(i.text) for i in items)
+    return bool(items) and users / len(items) >= _COMMON_SHARE
 
 
 def _unknown_refs(slug: str, items: list[Item], known: set[str]) -> list[Finding]:
@@ -193,18 +208,27 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 )
             )
             continue
-        for item in ins:
+        # an item claiming to carry a ``forbids`` invariant while describing the forbidden
+        # thing contradicts its own claim (a warning); any other item only may (info)
+        for item in sorted(ins, key=lambda i: inv.polarity != "forbids" or inv.id not in i.carried):
             against = _names_exclusion(inv, item)
             if against:
+                claimed = (
+                    inv.polarity == "forbids"
+                    and inv.id in item.carried
+                    and any(not _common(ctx, t) for t in against)
+                )
                 found.append(
                     finding(
                         NAME,
                         slug,
-                        f"{item.id} may describe what {_label(inv)} excludes",
+                        f"{item.id} claims to carry {_label(inv)} but describes what it forbids"
+                        if claimed
+                        else f"{item.id} may describe what {_label(inv)} excludes",
                         invariant=inv,
                         item=item.id,
                         evidence=f"terms {against} in {short(item.text, 120)!r}",
-                        info=True,
+                        info=not claimed,
                     )
                 )
                 break
