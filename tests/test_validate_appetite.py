@@ -68,3 +68,23 @@ def test_prompts_and_docs_say_what_the_appetite_table_holds() -> None:
         assert f"{name} ≤ {size.max_stories}" in docs
     # story-generation's prompt leaves the number to the user message, which states the bound
     assert not re.search(r"at most \d+ stories", BY_SLUG["story-generation"].prompt())
+
+
+def test_a_capability_that_only_states_an_exclusion_needs_no_story(tmp_path: Path) -> None:
+    """A capability carrying only a ``forbids`` invariant ("no student accounts or stored data")
+    is a rule stories honour, not a behaviour a story builds: a second opinion, not a warning."""
+    s = snap("web_quiz", tmp_path)
+    assert s.anchor is not None and s.anchor.invariant("student_data").polarity == "forbids"
+    caps, sg = s.outputs["capability-model"], s.outputs["story-generation"]
+    functional = [
+        c.model_copy(update={"carries": ["INV-4"]}) if c.id == "CAP-F-002" else c
+        for c in caps.payload.functional
+    ]
+    caps = caps.model_copy(
+        update={"payload": caps.payload.model_copy(update={"functional": functional})}
+    )
+    stories = [st for st in sg.payload.stories if "CAP-F-002" not in st.implements]
+    sg = sg.model_copy(update={"payload": sg.payload.model_copy(update={"stories": stories})})
+    outputs = {**s.outputs, "capability-model": caps, "story-generation": sg}
+    (f,) = [f for f in found(Snapshot(s.idea, s.anchor, outputs, ())) if "no story" in f.message]
+    assert f.severity == "info" and "CAP-F-002" in f.message and "rule" in f.message

@@ -245,3 +245,46 @@ def test_a_rhythm_that_dates_a_report_is_not_the_activity_s_rhythm() -> None:
     assert carried_contradiction(daily, "Monthly inspection PDF of the readings.") == ""
     assert carried_contradiction(daily, "The inspector gets a weekly summary by email.") == ""
     assert "monthly" in carried_contradiction(daily, "The fridge temperature is taken monthly.")
+
+
+def test_a_way_in_that_nobody_approves_breaks_an_approval_pin() -> None:
+    """auth=approval: joining "at once" from a form, or "with no eligibility check or approval
+    step", is a way in nobody decides; "nobody books without approval" and an approved newcomer
+    becoming a member are the pin at work."""
+    from haytham.validate.trait_propagation import pinned_contradiction
+
+    pin = _pinned("auth=approval", "newcomers join after the keeper approves them")
+    assert pinned_contradiction(
+        pin, "Anyone who fills in the interest form becomes a member at once."
+    )
+    assert pinned_contradiction(
+        pin, "Anyone who rings can travel, with no eligibility check or approval step."
+    )
+    assert pinned_contradiction(pin, "Nobody can book without the coordinator's approval.") == ""
+    assert (
+        pinned_contradiction(pin, "Once the keeper has approved them they become a member.") == ""
+    )
+
+
+def test_a_shared_cloud_drive_is_hosted_under_an_on_prem_pin() -> None:
+    """deployment=on_prem: a story that saves the list to a shared Google Drive folder, in its
+    text or by its ``requires`` tag, contradicts the pin; "never copied to Google Drive" does
+    not."""
+    from haytham.validate.trait_propagation import pinned_contradiction
+
+    pin = _pinned("deployment=on_prem", "everything stays on the studio PC")
+    assert pinned_contradiction(pin, "The request list is saved to a shared Google Drive folder.")
+    assert pinned_contradiction(pin, "The list is never copied to Google Drive or Dropbox.") == ""
+
+
+def test_a_story_tagged_hosted_contradicts_an_on_prem_pin(tmp_path: Path) -> None:
+    """holdout8's hospital_radio_requests (spoilt by its one scoring): STORY-007 declares
+    ``requires: ["hosted"]`` under ``deployment=on_prem``; the tag names the deployment family's
+    own value, so it is read like ``realtime`` or ``sms``."""
+    name = "hospital_radio_requests__trait_claimed"
+    root = DRIFT.parent / "claimed" / "holdout8"
+    s = load_snapshot(load_case(root / name, tmp_path / name).path)
+    (f,) = [f for f in found(s) if f.item == "STORY-007"]
+    assert f.evidence == "requires ['hosted']" and "on_prem" in f.message
+    base = load_snapshot(load_case(root / name.split("__")[0], tmp_path / "base").path)
+    assert found(base) == []

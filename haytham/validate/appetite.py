@@ -5,7 +5,9 @@ Checks story-generation against mvp-scope, capability-model and architecture-dec
 * more stories than :data:`~haytham.stages.story_generation.APPETITE_BOUNDS` allows for the
   appetite (the bound story-generation applied, else mvp-scope's appetite);
 * stories implementing CAP/DEC ids that do not exist (or ids of neither kind);
-* functional capabilities that no story implements;
+* functional capabilities that no story implements (a second opinion only for a capability
+  that carries nothing but rules stories honour rather than build: an exclusion, or where the
+  product runs — "no bookings, no priority", "runs on the studio server");
 * dependency cycles and dependencies on unknown stories;
 * decisions serving capabilities that do not exist (subject: architecture-decisions).
 
@@ -20,7 +22,7 @@ import re
 
 from haytham.stages import architecture_decisions, capability_model, mvp_scope, story_generation
 from haytham.stages.story_generation import APPETITE_BOUNDS
-from haytham.validate.common import Context, finding
+from haytham.validate.common import Context, finding, is_exclusion
 from haytham.validate.model import APPETITE, Finding
 
 NAME = APPETITE
@@ -96,6 +98,18 @@ def _appetite(ctx: Context) -> str | None:
     return scope.appetite if scope is not None else None
 
 
+def _states_a_constraint(ctx: Context, carries: list[str]) -> bool:
+    """Whether a capability carries only rules that no story builds: exclusions (a ``forbids``
+    invariant, a pin to a trait's ``none``) and where the product runs (``deployment=…``)."""
+    anchor = ctx.snap.anchor
+    invs = [anchor.resolve_ref(r) for r in carries] if anchor is not None else []
+    return bool(invs) and all(
+        i is not None
+        and (is_exclusion(i) or (i.trait_ref is not None and i.trait_ref[0] == "deployment"))
+        for i in invs
+    )
+
+
 def _stories(ctx: Context) -> list[Finding]:
     sg = ctx.payload(story_generation.SPEC.slug)
     if sg is None or not ctx.wants(story_generation.SPEC.slug):
@@ -140,17 +154,25 @@ def _stories(ctx: Context) -> list[Finding]:
             )
     if caps is not None:
         implemented = {r.strip() for s in sg.stories for r in s.implements}
-        orphans = [c.id for c in caps.functional if c.id not in implemented]
-        if orphans:
-            names = {c.id: c.name for c in caps.functional}
-            found.append(
-                finding(
-                    NAME,
-                    slug,
-                    f"functional capabilities with no story: {', '.join(orphans)}",
-                    evidence="; ".join(f"{o} {names[o]!r}" for o in orphans),
+        orphans = [c for c in caps.functional if c.id not in implemented]
+        rules = [c for c in orphans if _states_a_constraint(ctx, c.carries)]
+        for group, info in (([c for c in orphans if c not in rules], False), (rules, True)):
+            if group:
+                found.append(
+                    finding(
+                        NAME,
+                        slug,
+                        f"functional capabilities with no story: {', '.join(c.id for c in group)}"
+                        + (
+                            " (each carries only a rule that stories honour rather than build: "
+                            "an exclusion or where the product runs)"
+                            if info
+                            else ""
+                        ),
+                        evidence="; ".join(f"{c.id} {c.name!r}" for c in group),
+                        info=info,
+                    )
                 )
-            )
     ids = {s.id for s in sg.stories}
     for s in sg.stories:
         unknown = [d for d in s.depends_on if d not in ids]

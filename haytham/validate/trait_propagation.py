@@ -81,6 +81,7 @@ _TAGS: dict[str, tuple[str, ...]] = {
     "cli": ("cli", "terminal"),
     "desktop": ("desktop",),
     "sso": ("sso", "single_sign_on", "oauth", "oidc", "saml", "identity_provider", "idp"),
+    "hosted": ("hosted", "cloud", "cloud_storage", "cloud_sync", "saas", "managed_service"),
 }
 _TAG_OF = MappingProxyType({alias: key for key, aliases in _TAGS.items() for alias in aliases})
 _COMM_TAGS = ("email", "push", "sms", "video", "audio", "chat")
@@ -103,6 +104,9 @@ _OPEN_REGISTRATION = re.compile(
     r"|will )?(?:create|set up|open)s? (?:a|an|their|his|her) (?:own )?(?:[a-z]+ )?"
     r"(?:account|profile)\b|(?:public |online |landing page )?join (?:form|page)\b|"
     r"signup (?:form|page|flow|with email)|create (?:an|their|your) (?:own )?account|"
+    r"(?:anyone|everyone|whoever) (?:[a-z']+ ){0,10}(?:becomes?|is made|is added as) an? "
+    r"(?:member|user)\b|(?:becomes?|is made|is added as) an? (?:member|user) (?:at once|"
+    r"straight away|right away|immediately|automatically|instantly)\b|"
     r"(?:email|password|social|google|oauth)(?: and | ?/ ?| )(?:password )?"
     r"(?:signup|registration))"
 )
@@ -115,6 +119,10 @@ _TEXT: dict[str, re.Pattern[str]] = {
     ),
     "open_registration": _OPEN_REGISTRATION,
     "signup": _OPEN_REGISTRATION,
+    "unvetted": re.compile(
+        r"\b(?:no|without|with no|needs? no|skips? the|skipping the) (?:[a-z-]+ ){0,2}"
+        r"(?:approval|vetting|eligibility checks?)\b"
+    ),
     "accounts": re.compile(
         r"\b(?:passwords?|usernames?|user names?|(?:user|member|customer|portal|personal|web) "
         r"(?:accounts?|logins?|profiles?)|(?:creates?|set(?:s|ting)? up|opens?|registers?|makes?) "
@@ -129,7 +137,7 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"\b(?:cloud(?:[ -]based| hosted| hosting| sync)|cloud (?:[a-z]+ )?(?:apis?|services?|"
         r"platforms?|storage|databases?|backends?)|saas|hosted (?:service|dashboard|platform|api|"
         r"version|app|backend)|"
-        r"managed (?:service|api|cloud|database))\b"
+        r"managed (?:service|api|cloud|database)|google drive|dropbox|onedrive|icloud)\b"
     ),
     "network": re.compile(
         r"\b(?:over the (?:network|internet)|internet (?:connection|access)|"
@@ -153,6 +161,7 @@ _KEY_WORDS = MappingProxyType(
         "deploy_device": "an on-device deployment",
         "accounts": "user accounts or passwords",
         "signup": "open registration",
+        "unvetted": "a way in that nobody approves",
     }
 )
 _SIGNS_UP = re.compile(r"\b(?:signup|sign up|signs up|regist|selfregist|account|profile)")
@@ -212,6 +221,9 @@ def _implied(trait: str, value: str, polarity: str) -> list[tuple[str, bool]]:
     if trait == "auth" and value == "none":  # no accounts at all: a login of any kind breaks it
         # but anyone may use it: "anyone who joins the hall's Wi-Fi" is the pin, not a breach
         return [("signup", False), ("accounts", False)]
+    # someone decides who joins: a way in that nobody decides breaks it
+    if trait == "auth" and value == "approval":
+        return [("open_registration", False), ("unvetted", False)]
     if trait == "auth" and value != "open_registration":
         return [("open_registration", False)]
     if trait in ("payments", "scheduling") and value == "none":
