@@ -191,3 +191,12 @@ def test_a_whole_id_carrier_that_dropped_a_part_s_agreed_words_is_a_warning(
     ):
         folder = load_case(root / name, tmp_path / name)
         assert _carrier_warnings(load_snapshot(folder.path), embedder) == [], name
+
+
+def test_a_target_s_words_leave_out_its_asides_and_word_fragments() -> None:
+    """ "the safety check (no car seats, cot mattresses …)": the examples in brackets are not
+    words every carrier must use; nor are "wi" and "fi" of "Wi-Fi"."""
+    words = carriers._words_of("passed the safety check (no car seats or cot mattresses)")
+    assert "mattress" not in words and "seat" not in words and "safety" in words
+    assert not {"wi", "fi"} & set(carriers._words_of("no signal, no Wi-Fi, nothing online"))
+    assert "12" in carriers._words_of("at most 12 members")

@@ -223,6 +223,10 @@ def test_a_negated_list_of_any_phrases_is_negated_throughout() -> None:
     )
     assert not {"price", "pay", "donation", "button"} & affirmed_terms(text)
     assert "visitor" in affirmed_terms("No account is needed, any visitor can book a slot.")
+    fee = "Nowhere in the app is there a price, a fee or any screen for taking payment."
+    assert not {"fee", "pay", "screen"} & affirmed_terms(fee)
+    sync = "The folder is excluded from Hyper Backup and from any form of cloud sync."
+    assert "cloud" not in affirmed_terms(sync)
 
 
 def test_under_auth_none_any_account_or_password_contradicts_the_pin() -> None:

@@ -288,3 +288,19 @@ def test_a_story_tagged_hosted_contradicts_an_on_prem_pin(tmp_path: Path) -> Non
     assert f.evidence == "requires ['hosted']" and "on_prem" in f.message
     base = load_snapshot(load_case(root / name.split("__")[0], tmp_path / "base").path)
     assert found(base) == []
+
+
+def test_round_nine_wordings_read_as_written() -> None:
+    """From the last8 split (spoilt by its one scoring): "each weekday" is not a weekly rhythm;
+    "no link before approval" still has an approval; S3 and "to the cloud" are hosted."""
+    from haytham.validate.trait_propagation import carried_contradiction, pinned_contradiction
+
+    daily = _pinned("cadence=daily", "letters go out in the 4pm post, Monday to Friday")
+    assert carried_contradiction(daily, "Each weekday the tracker lists the day's letters.") == ""
+    assert "weekly" in carried_contradiction(daily, "Letters are posted each week.")
+    approval = _pinned("auth=approval", "the captain approves each member")
+    assert pinned_contradiction(approval, "The applicant gets no link before approval.") == ""
+    on_prem = _pinned("deployment=on_prem", "scans never leave the office server")
+    assert pinned_contradiction(on_prem, "Each scan is uploaded to an Amazon S3 bucket.")
+    assert pinned_contradiction(on_prem, "The tablet syncs each round to the cloud.")
+    assert pinned_contradiction(on_prem, "Scans are excluded from backups and any cloud sync.") == ""

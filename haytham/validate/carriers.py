@@ -157,11 +157,24 @@ class Words:
         return len(self.used.get(slug, ())) / best if best else None
 
 
+_ASIDE = re.compile(r"\([^()]*\)")
+"""A parenthesis in an invariant gives examples ("the safety check (no car seats, cot
+mattresses …)"); a faithful summary may leave them out."""
+
+
+def _words_of(text: str) -> list[str]:
+    """Key terms of a target's text without its asides, and without fragments of fewer than
+    three letters ("wi", "fi" of "Wi-Fi"; numbers count). Words the target rules out stay: a
+    carrier honours "never video" by saying "no video"."""
+    bare = _ASIDE.sub(" ", text).strip() or text
+    return [t for t in key_terms(bare) if len(t) >= 3 or t.isdigit()]
+
+
 def _target_terms(inv: Invariant, key: str, text: str) -> list[str]:
-    own = key_terms(text)
+    own = _words_of(text)
     if key == inv.id:
         return own
-    siblings = {t for k, p in inv.part_texts().items() if k != key for t in key_terms(p)}
+    siblings = {t for k, p in inv.part_texts().items() if k != key for t in _words_of(p)}
     return [t for t in own if t not in siblings]
 
 

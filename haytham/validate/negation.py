@@ -84,7 +84,8 @@ _NOUN_LIST_REST = re.compile(
 
 # the rest of a list of "any" phrases under a negation: "nowhere are there any prices, any means
 # of payment or any buttons" ("any" needs the negation; no verb of its own)
-_ANY_LIST_REST = re.compile(r"^any\b.*\b(?:or|nor)\s+any\b")
+_ANY_LIST_REST = re.compile(r"^(?:any\b.*\b(?:or|nor)\s+any|an?\b.*\b(?:or|nor)\s+any)\b")
+_ANY_AFTER_AND = re.compile(r"^(?:(?:from|to|in|into|of|for|with|on|by) )?any\b")
 _FINITE = re.compile(r"\b(?:can|may|will|must|should|is|are|was|were|has|have|does|do)\b")
 
 
@@ -145,10 +146,13 @@ def scoped_clauses(sentence: str) -> list[tuple[str, bool]]:
                     and bool(_NOUN_LIST_REST.match(clause.rstrip(".!?")))
                     and (prev_inherited or bool(_PRE_CUES.search(prev)))
                 )
-                # "nowhere are there any prices, any means of payment or any buttons …"
+                # "nowhere are there any prices, any means of payment or any buttons …";
+                # "exclude the folder from backups and any cloud sync"
                 inherited = inherited or (
-                    seps == [","]
-                    and bool(_ANY_LIST_REST.match(clause))
+                    (
+                        (seps == [","] and bool(_ANY_LIST_REST.match(clause)))
+                        or (seps == ["and"] and bool(_ANY_AFTER_AND.match(clause)))
+                    )
                     and not _FINITE.search(clause)
                     and (prev_inherited or bool(_PRE_CUES.search(prev)))
                 )

@@ -120,7 +120,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
     "open_registration": _OPEN_REGISTRATION,
     "signup": _OPEN_REGISTRATION,
     "unvetted": re.compile(
-        r"\b(?:no|without|with no|needs? no|skips? the|skipping the) (?:[a-z-]+ ){0,2}"
+        r"\b(?:no|without|with no|needs? no|skips? the|skipping the) "
+        r"(?:(?!before |until |after |for |of |to |from |by )[a-z-]+ ){0,2}"
         r"(?:approval|vetting|eligibility checks?)\b"
     ),
     "accounts": re.compile(
@@ -137,7 +138,9 @@ _TEXT: dict[str, re.Pattern[str]] = {
         r"\b(?:cloud(?:[ -]based| hosted| hosting| sync)|cloud (?:[a-z]+ )?(?:apis?|services?|"
         r"platforms?|storage|databases?|backends?)|saas|hosted (?:service|dashboard|platform|api|"
         r"version|app|backend)|"
-        r"managed (?:service|api|cloud|database)|google drive|dropbox|onedrive|icloud)\b"
+        r"managed (?:service|api|cloud|database)|google drive|dropbox|onedrive|icloud|"
+        r"(?:to|in|into|from|on|onto|via) (?:the cloud|(?:an? |the )?(?:aws|amazon s3|s3 buckets?|"
+        r"google cloud|azure|firebase|firestore|supabase|heroku|vercel|netlify)))\b"
     ),
     "network": re.compile(
         r"\b(?:over the (?:network|internet)|internet (?:connection|access)|"
@@ -275,7 +278,7 @@ _RHYTHM: MappingProxyType[str, re.Pattern[str]] = MappingProxyType(
     {
         "daily": re.compile(r"\b(?:daily|every day|each day|once a day|nightly|every night)\b"),
         "weekly": re.compile(
-            rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s\b)"
+            rf"\b(?:weekly|every week|each week|once a week|every {_DAYS}|{_DAYS}s)\b"
         ),
         "monthly": re.compile(r"\b(?:monthly|every month|each month|once a month)\b"),
     }
