@@ -71,6 +71,8 @@ SPLITS = {
         "holdout9",
         "holdout10",
         "holdout11",
+        "holdout12",
+        "holdout13",
     )
 }
 SPLITS["all-dev"] = (
@@ -98,6 +100,10 @@ SPLITS["final8"] = SPLITS["holdout8"] + SPLITS["holdout9"]
 # holdout10 and holdout11, written blind meanwhile, are scored once on the round's final code
 SPLITS["tuning9"] = SPLITS["tuning8"] + SPLITS["final8"]
 SPLITS["last8"] = SPLITS["holdout10"] + SPLITS["holdout11"]
+# round nine: last8 was scored once and read (spoilt); holdout12 and holdout13, written blind
+# meanwhile, are scored once on the submitted code ("closing8")
+SPLITS["tuning10"] = SPLITS["tuning9"] + SPLITS["last8"]
+SPLITS["closing8"] = SPLITS["holdout12"] + SPLITS["holdout13"]
 FAITHFUL_KINDS = ("faithful", "paraphrase_terse", "paraphrase_wordy")
 
 

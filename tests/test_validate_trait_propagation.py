@@ -303,4 +303,6 @@ def test_round_nine_wordings_read_as_written() -> None:
     on_prem = _pinned("deployment=on_prem", "scans never leave the office server")
     assert pinned_contradiction(on_prem, "Each scan is uploaded to an Amazon S3 bucket.")
     assert pinned_contradiction(on_prem, "The tablet syncs each round to the cloud.")
-    assert pinned_contradiction(on_prem, "Scans are excluded from backups and any cloud sync.") == ""
+    assert (
+        pinned_contradiction(on_prem, "Scans are excluded from backups and any cloud sync.") == ""
+    )
