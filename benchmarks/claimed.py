@@ -9,8 +9,10 @@
 
 Each blind split (``holdout`` … ``holdout5``) was written by a helper who did not read the
 validators, scored once with the code of its round, then read and added to the next round's
-tuning set (``tuning`` … ``tuning6``); docs/validators.md records each scoring. holdout5, the
-last, has been scored once and read: a new claim needs a new blind split.
+tuning set (``tuning`` … ``tuning10``); docs/validators.md records each scoring. From round
+seven on a blind split has eight ideas in two folders (``blind8``, ``final8``, ``last8``,
+``closing8``). closing8, the last, has been scored once and read: a new claim needs a new blind
+split.
 
 Cases live in ``tests/fixtures/claimed/<split>`` (written by helpers who did not read the
 validators; same case format as ``tests/fixtures/fidelity``). Each ``label.json`` names the

@@ -260,8 +260,8 @@ class ValidatorSettings(BaseModel):
         le=2.0,
         description="A carrier of a whole compound invariant that expresses one part this much "
         "worse (cosine) than another stage's carriers do, while it keeps a sibling part "
-        "(carrier_part_sibling_gap) and drops a word of the part every other stage uses, has "
-        "dropped that part.",
+        "(carrier_part_sibling_gap) and leaves out the part's words every other stage's "
+        "carriers agree on (all of them, or at least two), has dropped that part.",
     )
     carrier_part_sibling_gap: float = Field(
         default=0.2,
