@@ -131,6 +131,21 @@ def test_the_shared_store_keeps_the_folder_contract(db, tmp_path) -> None:
     assert other.list_sessions() == []
 
 
+def test_a_session_is_free_the_moment_its_lock_is_left(db, tmp_path, monkeypatch) -> None:
+    """The lock is released on its connection before the connection goes back to the pool,
+    whose reset (the other way to release it) runs later in a pool thread: here it never runs,
+    and another process still sees the session free at once."""
+    svc = _service(db, tmp_path)
+    files = svc.store.create("quick")
+    kept = []
+    monkeypatch.setattr(files.db, "give_back", kept.append)  # a pool that has not reset yet
+    with files.lock():
+        assert _service(db, tmp_path).store.open("quick").is_busy()
+    assert kept and not _service(db, tmp_path).store.open("quick").is_busy()
+    for conn in kept:
+        conn.close()
+
+
 def test_a_dead_holders_lock_is_released_by_the_server(db, tmp_path) -> None:
     svc = _service(db, tmp_path)
     svc.store.create("held")

@@ -397,6 +397,14 @@ class Database:
 
         return self.retrying(attempt, "taking a connection")
 
+    def unlock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
+        """Release ``session_id``'s lock on ``conn`` now, then give the connection back. The
+        pool's reset would release it too, but later, in its own thread: until then every other
+        process would still see the session as busy."""
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", lock_key(session_id))
+        self.give_back(conn)
+
     def give_back(self, conn: psycopg.Connection[Any]) -> None:
         """Return a held connection: whatever it holds is released (or the broken connection
         is dropped, which releases it on the server)."""
@@ -850,7 +858,7 @@ class PgSession(Session):
         finally:
             last = self.db.drop_lock(self.session_id)
             if last is not None:
-                self.db.give_back(last)  # its reset releases the advisory lock
+                self.db.unlock(self.session_id, last)
 
     # -- Burr's state --------------------------------------------------------------------------
     @override
