@@ -8,8 +8,9 @@ PORT   ?= 8501
 # ever build something from source here, it runs at most one compiler job per core.
 JOBS   := $(shell nproc 2>/dev/null || echo 2)
 # TEST_JOBS=2 make test runs the suite in two processes (pytest-xdist), each test file whole in
-# one of them: about 10.5 min instead of 15 on 2 cores, but the browser tests then share the CPU
-# with another process and one of them lost a race in one of two runs, so the default is one
+# one of them: about 10.5 min instead of 15 on 2 cores. Each of the last two pairs of runs had
+# one failure, a race the second process exposed (a browser download, then a session lock
+# released late by the pool); both are fixed, but until runs show no more, the default is one
 TEST_JOBS ?= 0
 # make test-agents knobs
 PROVIDER ?=
