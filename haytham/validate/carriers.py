@@ -133,21 +133,22 @@ class Words:
         others = [len(u) for s, u in self.used.items() if s != slug]
         if not others or max(others) < settings.carrier_other_terms_min:
             return False
-        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
-        return len(here) <= settings.carrier_silent_share * max(others)
+        return len(self.said(slug)) <= settings.carrier_silent_share * max(others)
+
+    def said(self, slug: str) -> frozenset[str]:
+        """The specific terms the stage's carriers and its OUT items honouring the target use."""
+        return self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
 
     def unused(self, slug: str) -> list[str]:
         """Specific terms some other stage's carriers use and this stage's do not."""
-        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
-        return sorted(frozenset().union(*self.used.values()) - here)
+        return sorted(frozenset().union(*self.used.values()) - self.said(slug))
 
     def dropped(self, slug: str) -> bool:
         """Whether the stage's carriers (and its OUT items honouring the target) leave out the
         words every other stage's carriers agree on: all of them, or at least two."""
         others = [u for s, u in self.used.items() if s != slug]
         agreed = frozenset.intersection(*others) if others else frozenset()
-        here = self.used.get(slug, frozenset()) | self.honoured.get(slug, frozenset())
-        missing = agreed - here
+        missing = agreed - self.said(slug)
         return bool(missing) and (missing == agreed or len(missing) >= 2)
 
     def share(self, slug: str) -> float | None:

@@ -107,10 +107,10 @@ _COMMON_SHARE = 0.2
 "session" in a classroom quiz), not evidence of the forbidden thing."""
 
 
-def _common(ctx: Context, term: str) -> bool:
-    items = [i for slug in WHAT_HOW_STORIES for i in stage_items(ctx, slug) if not i.out]
-    users = sum(term in term_set(i.text) for i in items)
-    return bool(items) and users / len(items) >= _COMMON_SHARE
+def _common(ctx: Context, terms: list[str]) -> set[str]:
+    """Those of ``terms`` that at least ``_COMMON_SHARE`` of the session's traced IN items use."""
+    bags = [term_set(i.text) for s in WHAT_HOW_STORIES for i in stage_items(ctx, s) if not i.out]
+    return {t for t in terms if bags and sum(t in b for b in bags) / len(bags) >= _COMMON_SHARE}
 
 
 def _unknown_refs(slug: str, items: list[Item], known: set[str]) -> list[Finding]:
@@ -216,7 +216,7 @@ def _descriptive(ctx: Context, slug: str, out: StageOutput) -> list[Finding]:
                 claimed = (
                     inv.polarity == "forbids"
                     and inv.id in item.carried
-                    and any(not _common(ctx, t) for t in against)
+                    and not set(against) <= _common(ctx, against)
                 )
                 found.append(
                     finding(

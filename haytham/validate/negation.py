@@ -84,7 +84,7 @@ _NOUN_LIST_REST = re.compile(
 
 # the rest of a list of "any" phrases under a negation: "nowhere are there any prices, any means
 # of payment or any buttons" ("any" needs the negation; no verb of its own)
-_ANY_LIST_REST = re.compile(r"^(?:any\b.*\b(?:or|nor)\s+any|an?\b.*\b(?:or|nor)\s+any)\b")
+_ANY_LIST_REST = re.compile(r"^(?:any|an?)\b.*\b(?:or|nor)\s+any\b")
 _ANY_AFTER_AND = re.compile(r"^(?:(?:from|to|in|into|of|for|with|on|by) )?any\b")
 _FINITE = re.compile(r"\b(?:can|may|will|must|should|is|are|was|were|has|have|does|do)\b")
 

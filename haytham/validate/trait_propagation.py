@@ -349,8 +349,10 @@ def carried_contradiction(inv: Invariant, text: str) -> str:
         return f'a fixed schedule: text: "{short(hits[0], 120)}"' if hits else ""
     if family == "cadence" and value in _RHYTHM:
         for other, pattern in _RHYTHM.items():
+            if other == value:
+                continue
             hits = [h for h in affirmed_matches(text, pattern) if not _DOCUMENT_RHYTHM.search(h)]
-            if other != value and hits:
+            if hits:
                 return f'a {other} rhythm: text: "{short(hits[0], 120)}"'
         return ""
     if family == "communication" and value in _CHANNEL:
